@@ -1,0 +1,125 @@
+"""One settings object for the whole process.
+
+``Settings.load()`` builds it once, at start-up, from (later wins): the defaults below, a TOML file
+(``MEMSTRATA_CONFIG`` or the ``config`` argument; keys are the field names, optionally under a
+``[memstrata]`` table), ``MEMSTRATA_<FIELD>`` environment variables, then explicit keyword overrides.
+Nothing reads the environment anywhere else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memstrata.errors import ConfigurationError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+
+def default_db_path() -> str:
+    """The database used when none is named: a file in the user's data directory."""
+    import platformdirs
+
+    return str(Path(platformdirs.user_data_dir("memstrata")) / "memstrata.db")
+
+
+def _help(text: str) -> Any:
+    return {"help": text}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every tunable of memstrata, with a default that works offline."""
+
+    db: str = field(default_factory=default_db_path, metadata=_help("SQLite database file"))
+    embedder: str | None = field(
+        default=None,
+        metadata=_help(
+            "e5 | use | minilm | openai; unset: the embedder the database was created with, "
+            "or e5 for a new one"
+        ),
+    )
+    embed_batch_size: int = field(default=32, metadata=_help("texts per embedding call"))
+    embed_threads: int = field(default=2, metadata=_help("CPU threads for local embedders"))
+    openai_base_url: str = field(
+        default="http://127.0.0.1:11434/v1",
+        metadata=_help("OpenAI-compatible base URL (…/v1) for the openai embedder"),
+    )
+    openai_api_key: str | None = field(default=None, metadata=_help("API key for that endpoint"))
+    openai_model: str = field(
+        default="nomic-embed-text", metadata=_help("embedding model name at that endpoint")
+    )
+    openai_timeout_s: float = field(default=30.0, metadata=_help("HTTP timeout in seconds"))
+    busy_timeout_ms: int = field(default=10000, metadata=_help("SQLite busy timeout"))
+    rrf_k: int = field(default=60, metadata=_help("reciprocal rank fusion constant"))
+    search_candidates: int = field(
+        default=50, metadata=_help("candidates per channel before fusion (at least 2×top_k)")
+    )
+    keyword_weight: float = field(default=1.0, metadata=_help("weight of the BM25 channel"))
+    dense_weight: float = field(default=1.0, metadata=_help("weight of the vector channel"))
+
+    @classmethod
+    def load(
+        cls,
+        config: str | os.PathLike[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Build settings from defaults, TOML file, ``MEMSTRATA_*`` variables and overrides."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        path = config or env.get("MEMSTRATA_CONFIG")
+        if path:
+            values.update(_read_toml(Path(path)))
+        for f in dataclasses.fields(cls):
+            raw = env.get(f"MEMSTRATA_{f.name.upper()}")
+            if raw is not None:
+                values[f.name] = raw
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.from_mapping(values)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> Settings:
+        """Validate and coerce a mapping of field name → value (strings are converted)."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            raise ConfigurationError(
+                f"unknown setting(s): {', '.join(unknown)}",
+                hint=f"known settings: {', '.join(fields)}",
+            )
+        kwargs = {name: _coerce(name, fields[name].type, v) for name, v in values.items()}
+        return cls(**kwargs)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigurationError(f"cannot read settings file {path}: {exc}") from exc
+    section = data.get("memstrata", data)
+    if not isinstance(section, dict):
+        raise ConfigurationError(f"{path}: [memstrata] must be a table")
+    return section
+
+
+def _coerce(name: str, annotation: Any, value: Any) -> Any:
+    kind = str(annotation)
+    try:
+        if kind.startswith("int"):
+            return int(value)
+        if kind.startswith("float"):
+            return float(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"setting {name}={value!r} is not a {kind}") from exc
+    if value is not None and not isinstance(value, str):
+        raise ConfigurationError(f"setting {name}={value!r} must be a string")
+    return value

@@ -1,0 +1,40 @@
+"""Text embedders: the ``Embedder`` Protocol (see ``base``) and a registry of implementations.
+
+``make_embedder(name, settings)`` builds one by registry name; the implementation module is imported
+only then, so optional backends cost nothing until used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from memstrata.config import Settings
+from memstrata.embed.base import Embedder, Vectors, fingerprint
+from memstrata.errors import ConfigurationError
+
+__all__ = ["EMBEDDERS", "Embedder", "Vectors", "fingerprint", "make_embedder"]
+
+#: Registry names, the default (``e5``) first.
+EMBEDDERS = ("e5", "use", "minilm", "openai")
+
+_CLASSES = {
+    "e5": ("memstrata.embed.e5", "E5Embedder"),
+    "use": ("memstrata.embed.use", "USEEmbedder"),
+    "minilm": ("memstrata.embed.minilm", "MiniLMEmbedder"),
+    "openai": ("memstrata.embed.openai", "OpenAIEmbedder"),
+}
+
+
+def make_embedder(name: str, settings: Settings) -> Embedder:
+    """The embedder registered as ``name``, configured from ``settings``; models load on first use.
+
+    Raises ``ConfigurationError`` for an unknown name.
+    """
+    if name not in _CLASSES:
+        raise ConfigurationError(
+            f"unknown embedder {name!r}", hint=f"choose one of: {', '.join(EMBEDDERS)}"
+        )
+    module, attribute = _CLASSES[name]
+    factory: Callable[[Settings], Embedder] = getattr(importlib.import_module(module), attribute)
+    return factory(settings)

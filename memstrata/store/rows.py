@@ -1,0 +1,131 @@
+"""Mapping between model objects and SQL rows (shared by SQL backends)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, cast
+
+from memstrata.model import (
+    Cube,
+    Event,
+    Grant,
+    ItemType,
+    MemoryItem,
+    Source,
+    Status,
+    Tier,
+    User,
+    from_epoch,
+    to_epoch,
+)
+
+#: Item columns in table order, except ``rid`` and ``seq`` which the store assigns.
+ITEM_COLUMNS = (
+    "id", "cube_id", "version", "tier", "type", "status", "session_id", "user_id", "agent_id",
+    "role", "speaker", "text", "key", "keywords", "tags", "metadata", "external_id", "event_time",
+    "created_at", "updated_at", "valid_from", "valid_to", "merged_into", "confidence", "pinned",
+    "access_count", "last_accessed_at", "heat", "sources",
+)  # fmt: skip
+_TIMES = ("event_time", "created_at", "updated_at", "valid_from", "valid_to", "last_accessed_at")
+_JSON = ("keywords", "tags", "metadata")
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def item_to_row(item: MemoryItem) -> tuple[Any, ...]:
+    """Values for ``ITEM_COLUMNS``."""
+    return tuple(item_to_dict(item)[c] for c in ITEM_COLUMNS)
+
+
+def item_to_dict(item: MemoryItem) -> dict[str, Any]:
+    """A JSON-ready dict of every field (times as epoch seconds): a version snapshot."""
+    out: dict[str, Any] = {c: getattr(item, c) for c in ITEM_COLUMNS if c != "sources"}
+    for c in _TIMES:
+        out[c] = to_epoch(out[c])
+    for c in _JSON:
+        out[c] = dumps(out[c])
+    out["pinned"] = int(item.pinned)
+    out["sources"] = dumps([s.to_dict() for s in item.sources])
+    return out
+
+
+def item_from_dict(row: dict[str, Any] | Any) -> MemoryItem:
+    """A ``MemoryItem`` from a row (``sqlite3.Row`` or dict) or a version snapshot."""
+    get = row.__getitem__
+    return MemoryItem(
+        id=get("id"),
+        cube_id=get("cube_id"),
+        text=get("text"),
+        version=get("version"),
+        tier=cast(Tier, get("tier")),
+        type=cast(ItemType, get("type")),
+        status=cast(Status, get("status")),
+        session_id=get("session_id"),
+        user_id=get("user_id"),
+        agent_id=get("agent_id"),
+        role=get("role"),
+        speaker=get("speaker"),
+        key=get("key"),
+        keywords=json.loads(get("keywords")),
+        tags=json.loads(get("tags")),
+        metadata=json.loads(get("metadata")),
+        external_id=get("external_id"),
+        event_time=_time(get("event_time")),
+        created_at=_time(get("created_at")),
+        updated_at=_time(get("updated_at")),
+        valid_from=from_epoch(get("valid_from")),
+        valid_to=from_epoch(get("valid_to")),
+        merged_into=get("merged_into"),
+        confidence=get("confidence"),
+        pinned=bool(get("pinned")),
+        access_count=get("access_count"),
+        last_accessed_at=from_epoch(get("last_accessed_at")),
+        heat=get("heat"),
+        sources=[Source.from_dict(s) for s in json.loads(get("sources"))],
+    )
+
+
+def _time(seconds: float) -> Any:
+    return from_epoch(seconds)
+
+
+def user_from_row(row: Sequence[Any]) -> User:
+    user_id, name, role, created_at = row
+    return User(user_id=user_id, name=name, role=role, created_at=_time(created_at))
+
+
+def cube_from_row(row: Sequence[Any]) -> Cube:
+    cube_id, name, owner, kind, settings, embedder, created_at = row
+    return Cube(
+        cube_id=cube_id,
+        name=name,
+        owner=owner,
+        kind=kind,
+        settings=json.loads(settings),
+        embedder=embedder,
+        created_at=_time(created_at),
+    )
+
+
+def grant_from_row(row: Sequence[Any]) -> Grant:
+    cube_id, user_id, permission, granted_by, granted_at = row
+    return Grant(cube_id, user_id, permission, granted_by, _time(granted_at))
+
+
+def event_from_row(row: Sequence[Any]) -> Event:
+    seq, at, actor, cube_id, item_id, op, before, after, version, reason = row
+    return Event(
+        seq=seq,
+        at=_time(at),
+        actor=actor,
+        cube_id=cube_id,
+        item_id=item_id,
+        op=op,
+        before=None if before is None else json.loads(before),
+        after=None if after is None else json.loads(after),
+        version=version,
+        reason=reason,
+    )

@@ -1,0 +1,242 @@
+"""The SQLite schema and its forward migrations.
+
+A migration is a function decorated with ``@migration(n, name)``; ``migrate()`` applies the ones a
+file lacks, in order, each inside the caller's write transaction, and records it in
+``schema_migrations``.  Migrations only move forward: a file whose recorded version is newer than
+``LATEST`` is refused (``SchemaTooNew``) rather than guessed at.
+
+Version 1 is the complete data model of DESIGN §2 (users, keys, cubes, grants, items with every
+field, versions, vectors, full text, events, tasks, artifacts), so later features add behaviour,
+not tables.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+
+#: ``PRAGMA application_id`` of a memstrata file ("MEMS"); how a file is recognised as ours.
+APPLICATION_ID = 0x4D454D53
+
+Migration = Callable[[sqlite3.Connection], None]
+_MIGRATIONS: dict[int, tuple[str, Migration]] = {}
+
+
+def migration(version: int, name: str) -> Callable[[Migration], Migration]:
+    def register(fn: Migration) -> Migration:
+        _MIGRATIONS[version] = (name, fn)
+        return fn
+
+    return register
+
+
+@migration(1, "data model")
+def _v1(conn: sqlite3.Connection) -> None:
+    _run_script(conn, _V1)
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Execute each statement of ``script`` on ``conn`` without committing.
+
+    (``executescript`` would commit the caller's transaction first.)
+    """
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            conn.execute(statement)
+            statement = ""
+    if statement.strip():
+        conn.execute(statement)
+
+
+LATEST = max(_MIGRATIONS)
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    """The file's schema version (0 for a file without our tables)."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if not exists:
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(conn: sqlite3.Connection) -> list[int]:
+    """Apply every pending migration on ``conn`` (inside an open transaction); return them."""
+    applied = []
+    if current_version(conn) == 0:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+        )
+    for version in range(current_version(conn) + 1, LATEST + 1):
+        name, fn = _MIGRATIONS[version]
+        fn(conn)
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+            (version, name, time.time()),
+        )
+        applied.append(version)
+    return applied
+
+
+_V1 = """
+CREATE TABLE meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE counters (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+INSERT INTO counters (name, value) VALUES ('item_seq', 0);
+CREATE TABLE users (
+    user_id TEXT PRIMARY KEY,
+    name TEXT,
+    role TEXT NOT NULL CHECK (role IN ('admin', 'user')),
+    created_at REAL NOT NULL
+);
+CREATE TABLE api_keys (
+    key_id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL REFERENCES users (user_id),
+    key_hash TEXT NOT NULL UNIQUE,
+    label TEXT,
+    created_at REAL NOT NULL,
+    revoked_at REAL
+);
+CREATE INDEX api_keys_user ON api_keys (user_id);
+CREATE TABLE cubes (
+    cube_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    owner TEXT NOT NULL REFERENCES users (user_id),
+    kind TEXT NOT NULL CHECK (kind IN ('user', 'agent', 'session', 'shared')),
+    settings TEXT NOT NULL DEFAULT '{}',
+    embedder TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX cubes_owner ON cubes (owner);
+CREATE TABLE grants (
+    cube_id TEXT NOT NULL REFERENCES cubes (cube_id),
+    user_id TEXT NOT NULL REFERENCES users (user_id),
+    permission TEXT NOT NULL CHECK (permission IN ('read', 'write', 'admin')),
+    granted_by TEXT,
+    granted_at REAL NOT NULL,
+    PRIMARY KEY (cube_id, user_id)
+);
+CREATE INDEX grants_user ON grants (user_id);
+CREATE TABLE items (
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    cube_id TEXT NOT NULL REFERENCES cubes (cube_id),
+    version INTEGER NOT NULL,
+    tier TEXT NOT NULL CHECK (tier IN ('working', 'mid', 'long')),
+    type TEXT NOT NULL CHECK (type IN
+        ('turn', 'segment', 'fact', 'profile', 'preference', 'knowledge', 'chunk')),
+    status TEXT NOT NULL CHECK (status IN
+        ('generated', 'activated', 'merged', 'archived', 'frozen', 'deleted')),
+    session_id TEXT,
+    user_id TEXT,
+    agent_id TEXT,
+    role TEXT,
+    speaker TEXT,
+    text TEXT NOT NULL,
+    key TEXT,
+    keywords TEXT NOT NULL DEFAULT '[]',
+    tags TEXT NOT NULL DEFAULT '[]',
+    metadata TEXT NOT NULL DEFAULT '{}',
+    external_id TEXT,
+    event_time REAL NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    valid_from REAL,
+    valid_to REAL,
+    merged_into TEXT,
+    confidence REAL,
+    pinned INTEGER NOT NULL DEFAULT 0,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at REAL,
+    heat REAL,
+    sources TEXT NOT NULL DEFAULT '[]',
+    seq INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX items_external ON items (cube_id, external_id) WHERE external_id IS NOT NULL;
+CREATE INDEX items_cube_seq ON items (cube_id, seq);
+CREATE INDEX items_cube_time ON items (cube_id, event_time);
+CREATE INDEX items_cube_session ON items (cube_id, session_id, tier);
+CREATE TABLE item_versions (
+    item_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    snapshot TEXT NOT NULL,
+    at REAL NOT NULL,
+    actor TEXT,
+    reason TEXT,
+    PRIMARY KEY (item_id, version)
+);
+CREATE TABLE vectors (
+    rid INTEGER PRIMARY KEY REFERENCES items (rid),
+    embedder TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE VIRTUAL TABLE items_fts USING fts5 (body, tokenize = 'unicode61 remove_diacritics 2');
+CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    actor TEXT,
+    cube_id TEXT,
+    item_id TEXT,
+    op TEXT NOT NULL,
+    before TEXT,
+    after TEXT,
+    version INTEGER,
+    reason TEXT
+);
+CREATE INDEX events_item ON events (item_id, seq);
+CREATE INDEX events_cube ON events (cube_id, seq);
+CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+BEGIN
+    SELECT RAISE(ABORT, 'events are append-only');
+END;
+CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+WHEN NEW.seq IS NOT OLD.seq OR NEW.at IS NOT OLD.at OR NEW.actor IS NOT OLD.actor
+    OR NEW.cube_id IS NOT OLD.cube_id OR NEW.item_id IS NOT OLD.item_id OR NEW.op IS NOT OLD.op
+    OR NEW.version IS NOT OLD.version
+    OR (NEW.before IS NOT NULL AND NEW.before IS NOT OLD.before)
+    OR (NEW.after IS NOT NULL AND NEW.after IS NOT OLD.after)
+    OR (NEW.reason IS NOT NULL AND NEW.reason IS NOT OLD.reason)
+BEGIN
+    SELECT RAISE(ABORT, 'events are append-only (only erasure may blank their payloads)');
+END;
+CREATE TABLE tasks (
+    task_id TEXT PRIMARY KEY,
+    cube_id TEXT,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL DEFAULT '{}',
+    dedupe_key TEXT UNIQUE,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'done', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    max_attempts INTEGER NOT NULL DEFAULT 5,
+    run_after REAL NOT NULL,
+    lease_until REAL,
+    error TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX tasks_ready ON tasks (status, run_after);
+CREATE INDEX tasks_cube ON tasks (cube_id, status);
+CREATE TABLE artifacts (
+    artifact_id TEXT PRIMARY KEY,
+    cube_id TEXT NOT NULL REFERENCES cubes (cube_id),
+    kind TEXT NOT NULL CHECK (kind IN ('kv_cache', 'lora')),
+    path TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    sha256 TEXT,
+    size_bytes INTEGER,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at REAL NOT NULL
+);
+CREATE INDEX artifacts_cube ON artifacts (cube_id, kind)
+"""

@@ -1,0 +1,534 @@
+"""The default backend: one SQLite file (WAL), FTS5 full text, numpy vector search.
+
+Concurrency, datasette-style: one writer connection used under a lock with ``BEGIN IMMEDIATE``
+(so a write never starts a transaction it cannot finish), and one read connection per thread.
+Other processes may open the same file; ``busy_timeout`` makes their writers queue, and vector
+mirrors see their changes through the change sequence (see ``vectors.py``).  ``synchronous=FULL``
+makes a commit durable before a write method returns.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memstrata.errors import (
+    AlreadyExists,
+    ConflictError,
+    ItemNotFound,
+    MemstrataError,
+    NotOurDatabase,
+    SchemaTooNew,
+    StorageError,
+)
+from memstrata.model import (
+    Cube,
+    Event,
+    Grant,
+    MemoryItem,
+    User,
+    Version,
+    from_epoch,
+    to_epoch,
+    utcnow,
+)
+from memstrata.retrieval.filters import Filters
+from memstrata.retrieval.text import index_text, match_expression
+from memstrata.store import rows, schema
+from memstrata.store.base import Scored, Vectors
+from memstrata.store.vectors import VectorCache
+
+_ITEM_INSERT = (
+    f"INSERT INTO items ({', '.join(rows.ITEM_COLUMNS)}, seq) "
+    f"VALUES ({', '.join('?' * len(rows.ITEM_COLUMNS))}, ?)"
+)
+_ITEM_UPDATE = (
+    f"UPDATE items SET {', '.join(c + ' = ?' for c in rows.ITEM_COLUMNS)}, seq = ? WHERE rid = ?"
+)
+_USER_COLS = "user_id, name, role, created_at"
+_CUBE_COLS = "cube_id, name, owner, kind, settings, embedder, created_at"
+_EVENT_COLS = "seq, at, actor, cube_id, item_id, op, before, after, version, reason"
+
+
+def fts_body(item: MemoryItem) -> str:
+    """What the full-text index holds for an item: its text, key and keywords."""
+    return index_text(" ".join([item.text, item.key or "", *item.keywords]))
+
+
+def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """A WHERE fragment over ``items i`` for every filter, with its parameters."""
+    clauses = [f"i.status IN ({', '.join('?' * len(filters.statuses))})"]
+    params: list[Any] = list(filters.statuses)
+    for column, values in (("tier", filters.tiers), ("type", filters.types)):
+        if values is not None:
+            clauses.append(f"i.{column} IN ({', '.join('?' * len(values))})")
+            params.extend(values)
+    if filters.session_id is not None:
+        clauses.append("i.session_id = ?")
+        params.append(filters.session_id)
+    if filters.since is not None:
+        clauses.append("i.event_time >= ?")
+        params.append(filters.since.timestamp())
+    if filters.until is not None:
+        clauses.append("i.event_time <= ?")
+        params.append(filters.until.timestamp())
+    for key, value in filters.metadata.items():
+        clauses.append("json_extract(i.metadata, ?) IS ?")
+        params.extend([f'$."{key}"', value])
+    return " AND ".join(clauses), params
+
+
+class SQLiteStore:
+    """``Store`` over one SQLite file.  Thread-safe; safe to share a file between processes."""
+
+    def __init__(
+        self, path: str | Path, *, busy_timeout_ms: int = 10000, synchronous: str = "FULL"
+    ) -> None:
+        self.path = str(path)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._synchronous = synchronous
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._vectors = VectorCache()
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._writer = self._connect()
+        self._prepare()
+
+    # -- connections -------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self._busy_timeout_ms / 1000,
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open database {self.path}: {exc}") from exc
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        return conn
+
+    def _prepare(self) -> None:
+        """Check the file is ours (or empty), switch on WAL, and migrate it forward."""
+        conn = self._writer
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise NotOurDatabase(self.path, f"not an SQLite database: {exc}") from exc
+        if app_id != schema.APPLICATION_ID and n_tables:
+            conn.close()
+            raise NotOurDatabase(self.path, "it holds another application's tables")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        found = schema.current_version(conn)
+        if found > schema.LATEST:
+            conn.close()
+            raise SchemaTooNew(self.path, found, schema.LATEST)
+        if found < schema.LATEST:
+            with self._write() as tx:
+                tx.execute(f"PRAGMA application_id = {schema.APPLICATION_ID}")
+                schema.migrate(tx)
+
+    def _read(self) -> sqlite3.Connection:
+        """This thread's read connection (the writer's, inside a write transaction)."""
+        if self._depth and self._lock._is_owned():  # type: ignore[attr-defined]
+            return self._writer
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (nested uses join the outer one); commits before returning."""
+        with self._lock:
+            conn = self._writer
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield conn
+                finally:
+                    self._depth -= 1
+                return
+            self._depth = 1
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            except MemstrataError:
+                raise
+            except sqlite3.Error as exc:
+                raise StorageError(f"write to {self.path} failed: {exc}") from exc
+            finally:
+                self._depth = 0
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in [*self._readers, self._writer]:
+                conn.close()
+            self._readers.clear()
+
+    # -- meta --------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._read().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._write() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    # -- principals --------------------------------------------------------------------------
+
+    def put_user(self, user: User) -> None:
+        with self._write() as conn:
+            try:
+                conn.execute(
+                    f"INSERT INTO users ({_USER_COLS}) VALUES (?, ?, ?, ?)",
+                    (user.user_id, user.name, user.role, to_epoch(user.created_at)),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise AlreadyExists("user", user.user_id) from exc
+            _event(conn, user.user_id, None, None, "create_user", after={"role": user.role})
+
+    def get_user(self, user_id: str) -> User | None:
+        sql = f"SELECT {_USER_COLS} FROM users WHERE user_id = ?"
+        row = self._read().execute(sql, (user_id,)).fetchone()
+        return None if row is None else rows.user_from_row(row)
+
+    def list_users(self) -> list[User]:
+        sql = f"SELECT {_USER_COLS} FROM users ORDER BY created_at, user_id"
+        return [rows.user_from_row(r) for r in self._read().execute(sql)]
+
+    def put_cube(self, cube: Cube) -> None:
+        with self._write() as conn:
+            try:
+                conn.execute(
+                    f"INSERT INTO cubes ({_CUBE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (cube.cube_id, cube.name, cube.owner, cube.kind, rows.dumps(cube.settings),
+                     cube.embedder, to_epoch(cube.created_at)),
+                )  # fmt: skip
+            except sqlite3.IntegrityError as exc:
+                raise AlreadyExists("cube", cube.cube_id) from exc
+            _event(conn, cube.owner, cube.cube_id, None, "create_cube", after={"name": cube.name})
+            self.put_grant(Grant(cube.cube_id, cube.owner, "admin", cube.owner, cube.created_at))
+
+    def get_cube(self, cube_id: str) -> Cube | None:
+        sql = f"SELECT {_CUBE_COLS} FROM cubes WHERE cube_id = ?"
+        row = self._read().execute(sql, (cube_id,)).fetchone()
+        return None if row is None else rows.cube_from_row(row)
+
+    def list_cubes(self, user_id: str) -> list[Cube]:
+        sql = (
+            f"SELECT {', '.join('c.' + c for c in _CUBE_COLS.split(', '))} FROM cubes c "
+            "JOIN grants g ON g.cube_id = c.cube_id WHERE g.user_id = ? "
+            "ORDER BY c.created_at, c.cube_id"
+        )
+        return [rows.cube_from_row(r) for r in self._read().execute(sql, (user_id,))]
+
+    def put_grant(self, grant: Grant) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO grants (cube_id, user_id, permission, granted_by, "
+                "granted_at) VALUES (?, ?, ?, ?, ?)",
+                (grant.cube_id, grant.user_id, grant.permission, grant.granted_by,
+                 to_epoch(grant.granted_at)),
+            )  # fmt: skip
+            _event(conn, grant.granted_by, grant.cube_id, None, "grant",
+                   after={"user_id": grant.user_id, "permission": grant.permission})  # fmt: skip
+
+    def permission(self, cube_id: str, user_id: str) -> str | None:
+        row = (
+            self._read()
+            .execute(
+                "SELECT permission FROM grants WHERE cube_id = ? AND user_id = ?",
+                (cube_id, user_id),
+            )
+            .fetchone()
+        )
+        return None if row is None else str(row[0])
+
+    # -- items -------------------------------------------------------------------------------
+
+    def add_items(self, items: Sequence[MemoryItem], vectors: Vectors, embedder: str) -> list[str]:
+        with self._write() as conn:
+            ids: list[str] = []
+            fresh: list[tuple[MemoryItem, Any]] = []
+            seen: dict[tuple[str, str], tuple[str, str]] = {}
+            for item, vector in zip(items, vectors, strict=True):
+                existing = _existing(conn, seen, item)
+                if existing is not None:
+                    ids.append(existing)
+                    continue
+                if item.external_id is not None:
+                    seen[(item.cube_id, item.external_id)] = (item.id, item.text)
+                fresh.append((item, vector))
+                ids.append(item.id)
+            last = _next_seq(conn, len(fresh))
+            for offset, (item, vector) in enumerate(fresh):
+                self._insert(conn, item, vector, embedder, last - len(fresh) + 1 + offset)
+        return ids
+
+    def _insert(
+        self, conn: sqlite3.Connection, item: MemoryItem, vector: Any, embedder: str, seq: int
+    ) -> None:
+        rid = conn.execute(_ITEM_INSERT, (*rows.item_to_row(item), seq)).lastrowid
+        conn.execute("INSERT INTO items_fts (rowid, body) VALUES (?, ?)", (rid, fts_body(item)))
+        conn.execute(
+            "INSERT INTO vectors (rid, embedder, vector) VALUES (?, ?, ?)",
+            (rid, embedder, np.asarray(vector, np.float32).tobytes()),
+        )
+        _version(conn, item, item.user_id, None)
+        after = {"tier": item.tier, "type": item.type, "session_id": item.session_id}
+        _event(conn, item.user_id, item.cube_id, item.id, "create", after=after, version=1)
+
+    def update_item(
+        self,
+        item: MemoryItem,
+        vector: Vectors | None,
+        *,
+        op: str,
+        actor: str | None,
+        reason: str | None = None,
+    ) -> MemoryItem:
+        with self._write() as conn:
+            row = conn.execute("SELECT * FROM items WHERE id = ?", (item.id,)).fetchone()
+            if row is None:
+                raise ItemNotFound(item.id)
+            old = rows.item_from_dict(row)
+            if old.version != item.version:
+                raise ConflictError(
+                    f"item {item.id!r} changed since it was read (version {old.version}, "
+                    f"not {item.version})",
+                    hint="read it again and retry",
+                )
+            new = replace(item, version=old.version + 1, updated_at=utcnow())
+            seq = _next_seq(conn, 1)
+            conn.execute(_ITEM_UPDATE, (*rows.item_to_row(new), seq, row["rid"]))
+            if fts_body(new) != fts_body(old):
+                conn.execute("DELETE FROM items_fts WHERE rowid = ?", (row["rid"],))
+                conn.execute(
+                    "INSERT INTO items_fts (rowid, body) VALUES (?, ?)", (row["rid"], fts_body(new))
+                )
+            if vector is not None:
+                conn.execute(
+                    "UPDATE vectors SET vector = ? WHERE rid = ?",
+                    (np.asarray(vector, np.float32).tobytes(), row["rid"]),
+                )
+            _version(conn, new, actor, reason)
+            before, after = _diff(old, new)
+            _event(conn, actor, new.cube_id, new.id, op, before=before, after=after,
+                   version=new.version, reason=reason)  # fmt: skip
+        return new
+
+    def get_items(self, item_ids: Sequence[str]) -> list[MemoryItem]:
+        if not item_ids:
+            return []
+        found: dict[str, MemoryItem] = {}
+        for start in range(0, len(item_ids), 500):
+            chunk = list(item_ids[start : start + 500])
+            sql = f"SELECT * FROM items WHERE id IN ({', '.join('?' * len(chunk))})"
+            for row in self._read().execute(sql, chunk):
+                found[row["id"]] = rows.item_from_dict(row)
+        return [found[i] for i in item_ids if i in found]
+
+    def versions(self, item_id: str) -> list[Version]:
+        sql = (
+            "SELECT version, snapshot, at, actor, reason FROM item_versions "
+            "WHERE item_id = ? ORDER BY version"
+        )
+        return [
+            Version(r[0], rows.item_from_dict(json.loads(r[1])), _epoch(r[2]), r[3], r[4])
+            for r in self._read().execute(sql, (item_id,))
+        ]
+
+    def events(
+        self, *, cube_id: str | None = None, item_id: str | None = None, limit: int = 1000
+    ) -> list[Event]:
+        clauses, params = ["1"], []
+        if cube_id is not None:
+            clauses.append("cube_id = ?")
+            params.append(cube_id)
+        if item_id is not None:
+            clauses.append("item_id = ?")
+            params.append(item_id)
+        sql = f"SELECT {_EVENT_COLS} FROM events WHERE {' AND '.join(clauses)} ORDER BY seq LIMIT ?"
+        return [rows.event_from_row(r) for r in self._read().execute(sql, [*params, limit])]
+
+    def iter_items(self, cube_id: str) -> Iterator[MemoryItem]:
+        cursor = self._read().execute(
+            "SELECT i.* FROM items i JOIN vectors v ON v.rid = i.rid "
+            "WHERE i.cube_id = ? ORDER BY i.id",
+            (cube_id,),
+        )
+        while batch := cursor.fetchmany(512):
+            yield from (rows.item_from_dict(r) for r in batch)
+
+    def replace_vectors(
+        self, cube_id: str, item_ids: Sequence[str], vectors: Vectors, embedder: str
+    ) -> None:
+        with self._write() as conn:
+            last = _next_seq(conn, len(item_ids))
+            for offset, (item_id, vector) in enumerate(zip(item_ids, vectors, strict=True)):
+                rid = conn.execute(
+                    "SELECT rid FROM items WHERE id = ? AND cube_id = ?", (item_id, cube_id)
+                ).fetchone()
+                if rid is None:
+                    raise ItemNotFound(item_id, cube_id)
+                conn.execute(
+                    "UPDATE vectors SET vector = ?, embedder = ? WHERE rid = ?",
+                    (np.asarray(vector, np.float32).tobytes(), embedder, rid[0]),
+                )
+                seq = last - len(item_ids) + 1 + offset
+                conn.execute("UPDATE items SET seq = ? WHERE rid = ?", (seq, rid[0]))
+            conn.execute("UPDATE cubes SET embedder = ? WHERE cube_id = ?", (embedder, cube_id))
+            _event(conn, None, cube_id, None, "reembed", after={"embedder": embedder})
+        self._vectors.forget(cube_id)
+
+    # -- search ------------------------------------------------------------------------------
+
+    def keyword_search(
+        self, query: str, cube_ids: Sequence[str], filters: Filters, limit: int
+    ) -> list[Scored]:
+        expression = match_expression(query)
+        if expression is None or not cube_ids:
+            return []
+        where, params = filter_sql(filters)
+        sql = (
+            "SELECT i.id, bm25(items_fts) AS score FROM items_fts "
+            "JOIN items i ON i.rid = items_fts.rowid "
+            f"WHERE items_fts MATCH ? AND i.cube_id IN ({', '.join('?' * len(cube_ids))}) "
+            f"AND {where} ORDER BY score LIMIT ?"
+        )
+        cursor = self._read().execute(sql, [expression, *cube_ids, *params, limit])
+        return [(r[0], -float(r[1])) for r in cursor]
+
+    def vector_search(
+        self, vector: Vectors, cube_ids: Sequence[str], filters: Filters, limit: int
+    ) -> list[Scored]:
+        found: list[Scored] = []
+        for cube_id in cube_ids:
+            cube = self._vectors.refreshed(cube_id, self._changed_rows)
+            allowed = self._metadata_matches(cube_id, filters) if filters.metadata else None
+            found.extend(cube.search(vector, filters, limit, allowed))
+        found.sort(key=lambda hit: -hit[1])
+        return found[:limit]
+
+    def _changed_rows(self, cube_id: str, since_seq: int) -> Iterator[tuple[Any, ...]]:
+        cursor = self._read().execute(
+            "SELECT i.id, i.seq, i.status, i.tier, i.type, i.session_id, i.event_time, v.vector "
+            "FROM items i LEFT JOIN vectors v ON v.rid = i.rid "
+            "WHERE i.cube_id = ? AND i.seq > ? ORDER BY i.seq",
+            (cube_id, since_seq),
+        )
+        while batch := cursor.fetchmany(4096):
+            yield from (tuple(r) for r in batch)
+
+    def _metadata_matches(self, cube_id: str, filters: Filters) -> list[str]:
+        where, params = filter_sql(Filters(statuses=filters.statuses, metadata=filters.metadata))
+        sql = f"SELECT i.id FROM items i WHERE i.cube_id = ? AND {where}"
+        return [r[0] for r in self._read().execute(sql, [cube_id, *params])]
+
+
+# -- helpers (all run inside a write transaction) -------------------------------------------
+
+
+def _epoch(seconds: float) -> datetime:
+    when = from_epoch(seconds)
+    assert when is not None  # a NOT NULL column
+    return when
+
+
+def _next_seq(conn: sqlite3.Connection, count: int) -> int:
+    """Reserve ``count`` change sequence numbers; returns the last one."""
+    row = conn.execute(
+        "UPDATE counters SET value = value + ? WHERE name = 'item_seq' RETURNING value", (count,)
+    ).fetchone()
+    return int(row[0])
+
+
+def _existing(
+    conn: sqlite3.Connection, seen: dict[tuple[str, str], tuple[str, str]], item: MemoryItem
+) -> str | None:
+    """The id already stored (or earlier in this batch) for the item's external id, if any."""
+    if item.external_id is None:
+        return None
+    key = (item.cube_id, item.external_id)
+    hit = seen.get(key)
+    if hit is None:
+        row = conn.execute(
+            "SELECT id, text FROM items WHERE cube_id = ? AND external_id = ?", key
+        ).fetchone()
+        hit = None if row is None else (row[0], row[1])
+    if hit is None:
+        return None
+    if hit[1] != item.text:
+        raise ConflictError(
+            f"external id {item.external_id!r} is already stored in cube {item.cube_id!r} "
+            f"as item {hit[0]!r} with other text",
+            hint="use update() to change it, or another id",
+        )
+    return hit[0]
+
+
+def _version(
+    conn: sqlite3.Connection, item: MemoryItem, actor: str | None, reason: str | None
+) -> None:
+    conn.execute(
+        "INSERT INTO item_versions (item_id, version, snapshot, at, actor, reason) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (item.id, item.version, rows.dumps(rows.item_to_dict(item)), time.time(), actor, reason),
+    )
+
+
+def _diff(old: MemoryItem, new: MemoryItem) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The fields that changed, before and after (bookkeeping fields left out)."""
+    a, b = rows.item_to_dict(old), rows.item_to_dict(new)
+    changed = [k for k in a if a[k] != b[k] and k not in ("version", "updated_at")]
+    return {k: a[k] for k in changed}, {k: b[k] for k in changed}
+
+
+def _event(
+    conn: sqlite3.Connection,
+    actor: str | None,
+    cube_id: str | None,
+    item_id: str | None,
+    op: str,
+    *,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    version: int | None = None,
+    reason: str | None = None,
+) -> None:
+    conn.execute(
+        "INSERT INTO events (at, actor, cube_id, item_id, op, before, after, version, reason) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (time.time(), actor, cube_id, item_id, op,
+         None if before is None else rows.dumps(before),
+         None if after is None else rows.dumps(after), version, reason),
+    )  # fmt: skip

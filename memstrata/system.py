@@ -1,0 +1,356 @@
+"""``MemoryOS``: the one core every surface (SDK, CLI, REST, MCP) calls.
+
+Every public method takes the acting user (``user_id=`` or ``by=``) and checks the grants of the
+cube it touches before doing anything: ``read`` to search or get, ``write`` to add, update or
+delete, ``admin`` to grant or re-embed.  Input is validated completely before the first write, so
+an error leaves the database as it was.  Thread-safe: a server may share one instance.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from types import TracebackType
+from typing import Any
+
+from memstrata.config import Settings
+from memstrata.embed import Embedder, fingerprint, make_embedder
+from memstrata.errors import (
+    ConflictError,
+    CubeNotFound,
+    EmbedderMismatch,
+    ItemNotFound,
+    PermissionDenied,
+    UserNotFound,
+    ValidationError,
+)
+from memstrata.model import (
+    CUBE_KINDS,
+    PERMISSIONS,
+    ROLES,
+    Cube,
+    Grant,
+    Hit,
+    MemoryItem,
+    User,
+    Version,
+    new_id,
+    permits,
+    utcnow,
+)
+from memstrata.reader.messages import parse_messages
+from memstrata.retrieval.filters import Filters, parse_filters
+from memstrata.retrieval.search import embedding_text, hybrid_search
+from memstrata.store.base import Store
+from memstrata.store.sqlite import SQLiteStore
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
+_DEFAULT_EMBEDDER = "e5"
+MAX_TOP_K = 1000
+
+
+class MemoryOS:
+    """Long-term memory for agents: users, cubes, grants, add, search, get, update, history."""
+
+    def __init__(self, store: Store, embedder: Embedder, settings: Settings) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+
+    @classmethod
+    def open(
+        cls,
+        path: str | None = None,
+        *,
+        embedder: str | Embedder | None = None,
+        settings: Settings | None = None,
+        **overrides: Any,
+    ) -> MemoryOS:
+        """Open (creating if missing) the database at ``path``.
+
+        ``embedder`` is a name (``e5``, ``use``, ``minilm``, ``openai``) or an ``Embedder``; when
+        omitted, the embedder the file was created with is used (``e5`` for a new file).  Other
+        keyword arguments override ``Settings`` fields.  Raises ``NotOurDatabase`` or
+        ``SchemaTooNew`` for files it must not touch.
+        """
+        name = embedder if isinstance(embedder, str) else None
+        base = settings or Settings.load()
+        settings = Settings.from_mapping(
+            {**vars(base), **{k: v for k, v in {"db": path, "embedder": name}.items() if v}}
+            | overrides
+        )
+        store = SQLiteStore(settings.db, busy_timeout_ms=settings.busy_timeout_ms)
+        try:
+            chosen = settings.embedder or store.get_meta("embedder") or _DEFAULT_EMBEDDER
+            if isinstance(embedder, Embedder):
+                chosen = embedder.name
+            if store.get_meta("embedder") is None:
+                store.set_meta("embedder", chosen)
+            instance = (
+                embedder if isinstance(embedder, Embedder) else make_embedder(chosen, settings)
+            )
+        except BaseException:
+            store.close()
+            raise
+        return cls(store, instance, replace(settings, embedder=chosen))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> MemoryOS:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- users, cubes, grants ----------------------------------------------------------------
+
+    def create_user(self, user_id: str, name: str | None = None, role: str = "user") -> User:
+        """Create a user; ``AlreadyExists`` if the id is taken."""
+        _check_id(user_id, "user_id")
+        if role not in ROLES:
+            raise ValidationError(f"role {role!r} is not one of {', '.join(ROLES)}")
+        if name is not None and not isinstance(name, str):
+            raise ValidationError("name must be a string")
+        user = User(user_id=user_id, name=name, role=role)  # type: ignore[arg-type]
+        self.store.put_user(user)
+        return user
+
+    def get_user(self, user_id: str) -> User:
+        user = self.store.get_user(user_id) if isinstance(user_id, str) else None
+        if user is None:
+            raise UserNotFound(str(user_id))
+        return user
+
+    def list_users(self) -> list[User]:
+        return self.store.list_users()
+
+    def create_cube(
+        self,
+        name: str,
+        *,
+        owner: str,
+        cube_id: str | None = None,
+        kind: str = "user",
+        settings: Mapping[str, Any] | None = None,
+    ) -> Cube:
+        """Create a cube owned (with ``admin``) by ``owner``; its vectors use this embedder."""
+        self.get_user(owner)
+        if not isinstance(name, str) or not name.strip():
+            raise ValidationError("cube name must be a non-empty string")
+        if cube_id is not None:
+            _check_id(cube_id, "cube_id")
+        if kind not in CUBE_KINDS:
+            raise ValidationError(f"cube kind {kind!r} is not one of {', '.join(CUBE_KINDS)}")
+        cube = Cube(
+            cube_id=cube_id or new_id(),
+            name=name,
+            owner=owner,
+            kind=kind,  # type: ignore[arg-type]
+            settings=dict(settings or {}),
+            embedder=fingerprint(self.embedder),
+        )
+        self.store.put_cube(cube)
+        return cube
+
+    def get_cube(self, cube_id: str, *, user_id: str) -> Cube:
+        return self._require(user_id, cube_id, "read")
+
+    def list_cubes(self, *, user_id: str) -> list[Cube]:
+        """The cubes ``user_id`` may read (owned or shared), oldest first."""
+        self.get_user(user_id)
+        return self.store.list_cubes(user_id)
+
+    def grant(self, cube_id: str, user_id: str, permission: str, *, by: str) -> Grant:
+        """Give ``user_id`` ``permission`` (read, write, admin) on a cube; ``by`` needs admin."""
+        if permission not in PERMISSIONS:
+            raise ValidationError(
+                f"permission {permission!r} is not one of {', '.join(PERMISSIONS)}"
+            )
+        cube = self._require(by, cube_id, "admin")
+        self.get_user(user_id)
+        if user_id == cube.owner and permission != "admin":
+            raise ValidationError("the owner of a cube always keeps admin")
+        grant = Grant(cube_id, user_id, permission, by)  # type: ignore[arg-type]
+        self.store.put_grant(grant)
+        return grant
+
+    # -- items -------------------------------------------------------------------------------
+
+    def add(
+        self,
+        messages: str | Sequence[Mapping[str, Any]],
+        *,
+        user_id: str,
+        cube_id: str,
+        session_id: str | None = None,
+    ) -> list[str]:
+        """Store each message as a ``working``/``turn`` item; return their ids in order.
+
+        Searchable as soon as this returns.  A message whose ``id`` is already stored in the cube
+        with the same content is not stored twice (its existing id is returned); with other
+        content it is a ``ConflictError``.
+        """
+        parsed = parse_messages(messages)
+        if session_id is not None:
+            _check_id(session_id, "session_id")
+        cube = self._require(user_id, cube_id, "write")
+        self._check_embedder(cube)
+        now = utcnow()
+        items = [
+            MemoryItem(
+                id=new_id(),
+                cube_id=cube_id,
+                text=m.content,
+                session_id=session_id,
+                user_id=user_id,
+                role=m.role,
+                speaker=m.name,
+                metadata=m.metadata,
+                external_id=m.external_id,
+                event_time=m.timestamp or now,
+                created_at=now,
+                updated_at=now,
+            )
+            for m in parsed
+        ]
+        vectors = self.embedder.embed_passages([embedding_text(i) for i in items])
+        return self.store.add_items(items, vectors, fingerprint(self.embedder))
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        cube_ids: Sequence[str] | None = None,
+        top_k: int = 10,
+        filters: Filters | Mapping[str, Any] | None = None,
+    ) -> list[Hit]:
+        """Hybrid search over ``cube_ids`` (default: every cube the user may read), best first."""
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("query must be a non-empty string")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+            raise ValidationError(f"top_k must be an integer from 1 to {MAX_TOP_K}")
+        parsed = parse_filters(filters)
+        cubes = self._readable(user_id, cube_ids)
+        if not cubes:
+            return []
+        for cube in cubes:
+            self._check_embedder(cube)
+        scope = [c.cube_id for c in cubes]
+        return hybrid_search(self.store, self.embedder, self.settings, query, scope, parsed, top_k)
+
+    def get(self, item_id: str, *, user_id: str, cube_id: str | None = None) -> MemoryItem:
+        """The current version of an item (deleted items too, with status ``deleted``)."""
+        return self._item(item_id, user_id, "read", cube_id)
+
+    def update(
+        self,
+        item_id: str,
+        *,
+        user_id: str,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+        cube_id: str | None = None,
+    ) -> MemoryItem:
+        """Write a new version with new text and/or metadata (re-embedded); returns it."""
+        if text is None and metadata is None:
+            raise ValidationError("nothing to update", hint="pass text= and/or metadata=")
+        changes: dict[str, Any] = {}
+        if text is not None:
+            changes["text"] = parse_messages(text)[0].content
+        if metadata is not None:
+            changes["metadata"] = parse_messages([{"content": "-", "metadata": metadata}])[
+                0
+            ].metadata
+        item = self._item(item_id, user_id, "write", cube_id)
+        if item.status == "deleted":
+            raise ConflictError(f"item {item_id!r} is deleted", hint="deleted items are read-only")
+        cube = self._require(user_id, item.cube_id, "write")
+        self._check_embedder(cube)
+        new = replace(item, **changes)
+        vector = None
+        if "text" in changes:
+            vector = self.embedder.embed_passages([embedding_text(new)])[0]
+        return self.store.update_item(new, vector, op="update", actor=user_id, reason=reason)
+
+    def delete(
+        self, item_id: str, *, user_id: str, reason: str | None = None, cube_id: str | None = None
+    ) -> MemoryItem:
+        """Soft-delete: status ``deleted``, out of search, history kept.  Idempotent."""
+        item = self._item(item_id, user_id, "write", cube_id)
+        if item.status == "deleted":
+            return item
+        deleted = replace(item, status="deleted")
+        return self.store.update_item(deleted, None, op="delete", actor=user_id, reason=reason)
+
+    def history(self, item_id: str, *, user_id: str, cube_id: str | None = None) -> list[Version]:
+        """Every version of an item, oldest first, with who made it, when and why."""
+        item = self._item(item_id, user_id, "read", cube_id)
+        return self.store.versions(item.id)
+
+    def reembed(self, cube_id: str, *, user_id: str) -> int:
+        """Re-embed every item of a cube with this MemoryOS's embedder; returns the count.
+
+        The cure for ``EmbedderMismatch``.  Needs ``admin`` on the cube.
+        """
+        self._require(user_id, cube_id, "admin")
+        items = list(self.store.iter_items(cube_id))
+        vectors = self.embedder.embed_passages([embedding_text(i) for i in items])
+        self.store.replace_vectors(
+            cube_id, [i.id for i in items], vectors, fingerprint(self.embedder)
+        )
+        return len(items)
+
+    # -- checks ------------------------------------------------------------------------------
+
+    def _require(self, user_id: str, cube_id: str, needed: str) -> Cube:
+        """The cube, once ``user_id`` is known to hold ``needed`` on it."""
+        self.get_user(user_id)
+        cube = self.store.get_cube(cube_id) if isinstance(cube_id, str) else None
+        if cube is None:
+            raise CubeNotFound(str(cube_id))
+        if not permits(self.store.permission(cube_id, user_id), needed):
+            raise PermissionDenied(user_id, cube_id, needed)
+        return cube
+
+    def _readable(self, user_id: str, cube_ids: Sequence[str] | None) -> list[Cube]:
+        if cube_ids is None:
+            return self.list_cubes(user_id=user_id)
+        if isinstance(cube_ids, str) or not isinstance(cube_ids, (list, tuple)):
+            raise ValidationError("cube_ids must be a list of cube ids")
+        return [self._require(user_id, c, "read") for c in dict.fromkeys(cube_ids)]
+
+    def _item(self, item_id: str, user_id: str, needed: str, cube_id: str | None) -> MemoryItem:
+        """The item, once ``user_id`` may ``needed`` it; unreadable items are "not found"."""
+        self.get_user(user_id)
+        found = self.store.get_items([item_id]) if isinstance(item_id, str) else []
+        item = found[0] if found else None
+        if item is None or (cube_id is not None and item.cube_id != cube_id):
+            raise ItemNotFound(str(item_id), cube_id)
+        held = self.store.permission(item.cube_id, user_id)
+        if held is None:
+            raise ItemNotFound(item_id, cube_id)  # existence must not leak across cubes
+        if not permits(held, needed):
+            raise PermissionDenied(user_id, item.cube_id, needed)
+        return item
+
+    def _check_embedder(self, cube: Cube) -> None:
+        current = fingerprint(self.embedder)
+        if cube.embedder is not None and cube.embedder != current:
+            raise EmbedderMismatch(cube.cube_id, cube.embedder, current)
+
+
+def _check_id(value: object, what: str) -> None:
+    if not isinstance(value, str) or not _ID.match(value):
+        raise ValidationError(
+            f"{what} {value!r} is not a valid id",
+            hint="use 1-128 letters, digits and _ . : @ -, starting with a letter or digit",
+        )

