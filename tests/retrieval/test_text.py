@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from memstrata.retrieval.text import index_text, match_expression, query_terms
+
+
+def test_cjk_runs_are_indexed_as_characters_and_bigrams() -> None:
+    body = index_text("我喜欢吃苹果 ok")
+    tokens = body.split()
+    assert {"我", "苹", "喜欢", "苹果", "ok"} <= set(tokens)
+    assert "我喜欢吃苹果" not in tokens
+
+
+def test_query_cjk_becomes_bigrams_and_english_drops_stopwords() -> None:
+    assert query_terms("喜欢吃") == ["喜欢", "欢吃"]
+    assert query_terms("苹") == ["苹"]
+    assert query_terms("What is the name of the dog?") == ["name", "dog"]
+    assert query_terms("who is it") == ["who", "is", "it"]  # all stopwords: keep them
+
+
+def test_match_expression_quotes_terms_and_handles_empty() -> None:
+    assert match_expression('say "hi" NEAR(x)') == '"say" OR "hi" OR "near" OR "x"'
+    assert match_expression("?!") is None

@@ -1,0 +1,230 @@
+"""The Store contract, run against every backend (today: SQLite).
+
+Vectors here are hand-made unit vectors: the store stores and compares them, it never embeds.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memstrata.errors import AlreadyExists, ConflictError, ItemNotFound, StorageError
+from memstrata.model import Cube, Grant, MemoryItem, User, new_id
+from memstrata.retrieval.filters import Filters
+from memstrata.store.base import Store
+from memstrata.store.sqlite import SQLiteStore
+
+DIM = 8
+FP = "test-model/8"
+
+
+@pytest.fixture(params=["sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    backend = SQLiteStore(tmp_path / "store.db")
+    backend.put_user(User("u1"))
+    backend.put_user(User("u2"))
+    backend.put_cube(Cube("c1", "one", owner="u1", embedder=FP))
+    backend.put_cube(Cube("c2", "two", owner="u2", embedder=FP))
+    yield backend
+    backend.close()
+
+
+def unit(*hot: int) -> np.ndarray:
+    v = np.zeros(DIM, np.float32)
+    for h in hot:
+        v[h] = 1.0
+    return v / np.linalg.norm(v)
+
+
+def item(text: str, cube: str = "c1", **fields: object) -> MemoryItem:
+    return MemoryItem(id=new_id(), cube_id=cube, text=text, user_id="u1", **fields)  # type: ignore[arg-type]
+
+
+def add(store: Store, *pairs: tuple[MemoryItem, np.ndarray]) -> list[str]:
+    items = [p[0] for p in pairs]
+    return store.add_items(items, np.stack([p[1] for p in pairs]), FP)
+
+
+def test_users_cubes_grants(store: Store) -> None:
+    with pytest.raises(AlreadyExists):
+        store.put_user(User("u1"))
+    with pytest.raises(AlreadyExists):
+        store.put_cube(Cube("c1", "dup", owner="u2"))
+    assert [u.user_id for u in store.list_users()] == ["u1", "u2"]
+    assert store.permission("c1", "u1") == "admin"
+    assert store.permission("c1", "u2") is None
+    store.put_grant(Grant("c1", "u2", "read", "u1"))
+    assert store.permission("c1", "u2") == "read"
+    store.put_grant(Grant("c1", "u2", "write", "u1"))
+    assert store.permission("c1", "u2") == "write"
+    assert [c.cube_id for c in store.list_cubes("u2")] == ["c1", "c2"]
+    cube = store.get_cube("c1")
+    assert cube is not None and cube.embedder == FP and cube.owner == "u1"
+    assert store.get_cube("nope") is None and store.get_user("nope") is None
+
+
+def test_items_round_trip_every_field(store: Store) -> None:
+    full = item(
+        "the full item",
+        tier="long",
+        type="fact",
+        session_id="s",
+        agent_id="a",
+        role="user",
+        speaker="Ann",
+        key="k",
+        keywords=["x", "y"],
+        tags=["t"],
+        metadata={"n": 1, "nested": {"z": [1, 2]}},
+        external_id="ext-1",
+        event_time=datetime(2024, 5, 8, 13, 56, tzinfo=timezone.utc),
+        valid_from=datetime(2024, 5, 8, tzinfo=timezone.utc),
+        confidence=0.5,
+        pinned=True,
+        heat=2.5,
+    )
+    (stored_id,) = add(store, (full, unit(0)))
+    (got,) = store.get_items([stored_id])
+    assert got == full
+    assert store.get_items(["missing", stored_id, "missing2"]) == [full]
+
+
+def test_external_id_is_idempotent_and_conflicts_on_other_text(store: Store) -> None:
+    a = item("hello", external_id="m1")
+    (first,) = add(store, (a, unit(0)))
+    again = add(store, (item("hello", external_id="m1"), unit(0)), (item("new"), unit(1)))
+    assert again[0] == first
+    with pytest.raises(ConflictError):
+        add(store, (item("fresh"), unit(2)), (item("changed", external_id="m1"), unit(0)))
+    texts = {i.text for i in store.iter_items("c1")}
+    assert texts == {"hello", "new"}  # the failed batch stored nothing
+    # the same external id in another cube is another memory
+    (other,) = add(store, (item("hello", cube="c2", external_id="m1"), unit(0)))
+    assert other != first
+
+
+def test_update_versions_events_and_optimistic_check(store: Store) -> None:
+    (item_id,) = add(store, (item("v1 text"), unit(0)))
+    (cur,) = store.get_items([item_id])
+    new = store.update_item(replace(cur, text="v2 text"), unit(1), op="update", actor="u1",
+                            reason="fix")  # fmt: skip
+    assert new.version == 2 and new.text == "v2 text"
+    with pytest.raises(ConflictError):
+        store.update_item(replace(cur, text="stale"), None, op="update", actor="u1")
+    versions = store.versions(item_id)
+    assert [(v.version, v.item.text, v.actor) for v in versions] == [
+        (1, "v1 text", "u1"),
+        (2, "v2 text", "u1"),
+    ]
+    assert versions[1].reason == "fix"
+    ops = [(e.op, e.version) for e in store.events(item_id=item_id)]
+    assert ops == [("create", 1), ("update", 2)]
+    update = store.events(item_id=item_id)[1]
+    assert update.before == {"text": "v1 text"} and update.after == {"text": "v2 text"}
+    with pytest.raises(ItemNotFound):
+        store.update_item(item("ghost"), None, op="update", actor="u1")
+
+
+def test_keyword_search_bm25_filters_and_cjk(store: Store) -> None:
+    add(
+        store,
+        (item("I adopted a dog named Biscuit", session_id="s1"), unit(0)),
+        (item("The weather was rainy in Paris", session_id="s2"), unit(1)),
+        (item("我们明天去北京", session_id="s1"), unit(2)),
+        (item("Biscuit in another cube", cube="c2"), unit(0)),
+    )
+    hits = store.keyword_search("Biscuit the dog", ["c1"], Filters(), 10)
+    assert len(hits) == 1
+    (top,) = store.get_items([hits[0][0]])
+    assert top.text.startswith("I adopted")
+    assert store.keyword_search("北京", ["c1"], Filters(), 10)  # a two-character word
+    assert store.keyword_search("paris", ["c1"], Filters(session_id="s1"), 10) == []
+    assert len(store.keyword_search("biscuit", ["c1", "c2"], Filters(), 10)) == 2
+    assert store.keyword_search("???", ["c1"], Filters(), 10) == []
+
+
+def test_vector_search_is_exact_and_filtered(store: Store) -> None:
+    t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    ids = add(
+        store,
+        (item("a", event_time=t0, metadata={"topic": "pets"}), unit(0)),
+        (item("b", event_time=t0.replace(month=6), tier="mid"), unit(0, 1)),
+        (item("c", event_time=t0.replace(month=9), type="fact"), unit(1)),
+    )
+    q = unit(0)
+    found = store.vector_search(q, ["c1"], Filters(), 10)
+    assert [f[0] for f in found] == ids
+    assert found[0][1] == pytest.approx(1.0)
+    assert [f[0] for f in store.vector_search(q, ["c1"], Filters(tiers=("mid",)), 10)] == [ids[1]]
+    assert [f[0] for f in store.vector_search(q, ["c1"], Filters(types=("fact",)), 10)] == [ids[2]]
+    since = Filters(since=t0.replace(month=5))
+    assert [f[0] for f in store.vector_search(q, ["c1"], since, 10)] == ids[1:]
+    meta = Filters(metadata={"topic": "pets"})
+    assert [f[0] for f in store.vector_search(q, ["c1"], meta, 10)] == [ids[0]]
+    assert len(store.vector_search(q, ["c1"], Filters(), 1)) == 1
+    assert store.vector_search(q, ["c2"], Filters(), 10) == []
+
+
+def test_status_changes_reach_the_vector_mirror(store: Store) -> None:
+    (a, b) = add(store, (item("a"), unit(0)), (item("b"), unit(1)))
+    assert len(store.vector_search(unit(0), ["c1"], Filters(), 10)) == 2  # mirror is warm
+    (cur,) = store.get_items([a])
+    store.update_item(replace(cur, status="deleted"), None, op="delete", actor="u1")
+    assert [f[0] for f in store.vector_search(unit(0), ["c1"], Filters(), 10)] == [b]
+    deleted = Filters(statuses=("deleted",))
+    assert [f[0] for f in store.vector_search(unit(0), ["c1"], deleted, 10)] == [a]
+    assert store.keyword_search("a", ["c1"], Filters(), 10) == []
+
+
+def test_writes_from_another_connection_are_seen(store: Store, tmp_path: Path) -> None:
+    add(store, (item("first"), unit(0)))
+    assert len(store.vector_search(unit(0), ["c1"], Filters(), 10)) == 1
+    other = SQLiteStore(tmp_path / "store.db")
+    try:
+        other.add_items([item("second")], np.stack([unit(1)]), FP)
+    finally:
+        other.close()
+    assert len(store.vector_search(unit(1), ["c1"], Filters(), 10)) == 2
+
+
+def test_replace_vectors_changes_dimension(store: Store) -> None:
+    ids = add(store, (item("a"), unit(0)), (item("b"), unit(1)))
+    store.vector_search(unit(0), ["c1"], Filters(), 10)
+    wide = np.eye(2, 16, dtype=np.float32)
+    store.replace_vectors("c1", ids, wide, "other/16")
+    cube = store.get_cube("c1")
+    assert cube is not None and cube.embedder == "other/16"
+    found = store.vector_search(wide[1], ["c1"], Filters(), 10)
+    assert found[0] == (ids[1], pytest.approx(1.0))
+
+
+def test_events_are_append_only(store: Store, tmp_path: Path) -> None:
+    add(store, (item("x"), unit(0)))
+    conn = sqlite3.connect(tmp_path / "store.db")
+    try:
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute("DELETE FROM events")
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute("UPDATE events SET op = 'forged'")
+        conn.execute("UPDATE events SET after = NULL WHERE op = 'create'")  # erasure may blank
+    finally:
+        conn.close()
+
+
+def test_meta(store: Store) -> None:
+    assert store.get_meta("k") is None
+    store.set_meta("k", "v")
+    assert store.get_meta("k") == "v"
+
+
+def test_failed_write_is_rolled_back(store: Store) -> None:
+    bad = item("x")
+    with pytest.raises((StorageError, ValueError)):
+        store.add_items([bad], np.zeros((2, DIM), np.float32), FP)  # one item, two vectors
+    assert list(store.iter_items("c1")) == []

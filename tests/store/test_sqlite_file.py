@@ -1,0 +1,68 @@
+"""SQLite-specific behaviour: file recognition, schema versions, WAL."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memstrata.errors import NotOurDatabase, SchemaTooNew
+from memstrata.store import schema
+from memstrata.store.sqlite import SQLiteStore
+
+
+def test_new_file_is_created_migrated_and_in_wal(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "dir" / "m.db"
+    SQLiteStore(path).close()
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == schema.APPLICATION_ID
+        rows = conn.execute("SELECT version, name FROM schema_migrations").fetchall()
+        assert rows == [(1, "data model")]
+    finally:
+        conn.close()
+    SQLiteStore(path).close()  # reopening migrates nothing and works
+
+
+def test_empty_file_is_initialised(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    path.touch()
+    SQLiteStore(path).close()
+    assert path.stat().st_size > 0
+
+
+def test_file_that_is_not_sqlite_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"hello, I am a text file and not a database at all" * 20)
+    before = path.read_bytes()
+    with pytest.raises(NotOurDatabase, match="not a memstrata database"):
+        SQLiteStore(path)
+    assert path.read_bytes() == before
+
+
+def test_another_applications_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE accounts (id INTEGER)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(NotOurDatabase, match="another application"):
+        SQLiteStore(path)
+    conn = sqlite3.connect(path)
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master")]
+    conn.close()
+    assert names == ["accounts"]
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    SQLiteStore(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO schema_migrations VALUES (?, 'from the future', 0)", (99,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaTooNew, match="schema version 99") as info:
+        SQLiteStore(path)
+    assert "upgrade memstrata" in str(info.value)
