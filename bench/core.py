@@ -1,0 +1,588 @@
+"""Core benchmark of memstrata: ingest, single add, search latency, memory and disk at N turns.
+
+Run from the repository root, in the project's virtual environment::
+
+    python bench/core.py --embedder e5 --n 10000
+    python bench/core.py --embedder use --n 2000 --queries 50 --out use-2k.json
+    python bench/core.py --embedder e5 --sizes 10000,100000 --db /tmp/bench-e5.db --out e5.json
+
+The cube holds N synthetic conversation turns (two speakers per session, sessions of about 20
+turns, timestamps advancing; text from templates × vocabulary with a fixed seed, so every run
+produces the same turns in the same order).  Turns go in through ``MemoryOS.add`` in calls of
+``--batch`` messages; such a call may span two sessions, so each turn records its session in its
+metadata (``session``) rather than through ``add(session_id=...)``.  The text embedded for a turn
+is ``"<speaker>: <content>"``, as ``add`` does.
+
+With ``--db PATH`` the database is kept.  Run again with the same path and embedder and the cube
+(``bench-<embedder>``) is reused: ingest continues from the turns it already holds, and stops at
+once when it holds at least N (so a 100k e5 cube is built once; its ingest figure is then absent).
+Without ``--db`` a temporary file is used and removed.  ``--sizes 10000,100000`` grows one cube
+through each size in turn, measuring at each.
+
+Figures (ms are wall-clock milliseconds; p50/p95 are percentiles over the repetitions):
+
+* ``embedder load`` – loading the model (the first embedding call), excluded from everything else.
+* ``raw embed_passages`` – the embedder alone: ``embed_passages`` on the first ``--raw-sample``
+  texts ingested, chunk by chunk, each chunk timed just before its own ``add`` call (so both see
+  the same machine load);
+  the note gives ``add``'s speed on those same chunks.  Passages/s, the ceiling for ingest.  (With
+  nothing to ingest, the first ``--raw-sample`` turns of the stream are embedded alone.)
+* ``ingest`` – turns/s of ``add`` over the turns added to reach N (embedding, validation and a
+  durable SQLite transaction per call: items, full-text index, vectors, version, event).
+* ``first search`` – the first ``search`` on a freshly opened ``MemoryOS``: it reads every vector of
+  the cube into the in-memory mirror (what the first search after a restart pays).
+* ``search`` – ``search(top_k=10)`` over ``--queries`` synthetic questions after that warm-up:
+  query embedding, BM25 (FTS5) and exact dense search, RRF fusion, fetching the hits.
+* ``query embedding`` – ``embed_query`` alone on each question, right after its search.
+* ``search w/o embedding`` – each search again, right after, with that query vector precomputed
+  (measured directly, not by subtraction).
+* ``add 1 turn`` – ``add`` of a single message (embedding included), ``--adds`` times, after the
+  searches; these turns stay in the cube (the next size counts them).
+* ``peak RSS`` – ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` so far in the process, in MB.
+* ``db file`` – the database file plus its WAL, in MB.
+
+Timings are wall-clock and sensitive to other load on the machine (the local embedders use
+``embed_threads`` threads, default 2; ``--threads`` overrides it); run on an idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import random
+import resource
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from itertools import islice
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import numpy as np
+
+from memstrata.config import Settings
+from memstrata.embed import EMBEDDERS, Embedder, Vectors, make_embedder
+from memstrata.errors import AlreadyExists
+from memstrata.system import MemoryOS
+
+SEED = 20240611
+USER = "bench"
+TOP_K = 10
+SESSION_TURNS = 20
+WARM_UP = "Where did Caroline go hiking?"
+
+Message = dict[str, Any]
+T = TypeVar("T")
+P = ParamSpec("P")
+
+# -- synthetic conversations -----------------------------------------------------------------
+
+PEOPLE = (
+    "Caroline", "Melanie", "Jon", "Gina", "John", "Maria", "Joanna", "Nate", "Tim", "Audrey",
+    "Andrew", "Deborah", "Evan", "Sam", "Calvin", "Dave", "Priya", "Kenji", "Lucia", "Omar",
+    "Fatima", "Lars", "Ingrid", "Mateo", "Chloe", "Hassan", "Yuki", "Aisha", "Pedro", "Nina",
+    "Oliver", "Zoe", "Rafael", "Hana", "Tomas", "Leila", "Marco", "Sofia", "Ben", "Amara",
+)  # fmt: skip
+PAIRS = tuple((PEOPLE[i], PEOPLE[i + 1]) for i in range(0, 16, 2))
+PLACES = (
+    "Lisbon", "Kyoto", "Lake Tahoe", "the Grand Canyon", "Barcelona", "Reykjavik", "Nairobi",
+    "Vancouver", "the farmers market", "Central Park", "the climbing gym", "Yosemite", "Prague",
+    "the public library", "Cape Town", "Seoul", "the community center", "Banff", "Marrakech",
+    "the beach", "Buenos Aires", "Edinburgh", "the art museum", "Oaxaca", "Hanoi", "Dublin",
+    "the old harbour", "Santorini", "Montreal", "the botanical garden", "Istanbul", "Queenstown",
+)  # fmt: skip
+ACTIVITIES = (
+    "hiking", "pottery", "painting", "running a half marathon", "camping", "baking sourdough",
+    "learning the guitar", "swimming", "rock climbing", "volunteering at the shelter",
+    "kayaking", "writing poetry", "birdwatching", "salsa dancing", "gardening", "photography",
+    "playing chess", "cycling", "knitting", "learning Japanese", "surfing", "woodworking",
+    "skiing", "yoga", "fishing", "making candles", "stand-up comedy", "sketching portraits",
+)  # fmt: skip
+FOODS = (
+    "ramen", "tacos", "pad thai", "lasagna", "sushi", "falafel", "pho", "paella", "dumplings",
+    "curry", "pierogi", "shakshuka", "blueberry pie", "banana bread", "croissants", "kimchi stew",
+)  # fmt: skip
+GENRES = (
+    "jazz", "indie folk", "classical music", "hip hop", "country", "techno", "bossa nova",
+    "punk rock", "opera", "k-pop", "the blues", "reggae",
+)  # fmt: skip
+PETS = (
+    "a golden retriever", "two cats", "a parrot", "a rescue greyhound", "a turtle",
+    "a rabbit named Clover", "a corgi", "goldfish", "a bearded dragon", "a horse",
+)  # fmt: skip
+JOBS = (
+    "nurse", "software engineer", "teacher", "counselor", "chef", "architect", "photographer",
+    "social worker", "accountant", "musician", "veterinarian", "librarian", "carpenter",
+)  # fmt: skip
+RELATIVES = (
+    "sister", "brother", "mom", "dad", "grandmother", "cousin", "aunt", "uncle", "best friend",
+    "husband", "wife", "kids", "daughter", "son", "roommate", "neighbour",
+)  # fmt: skip
+WHEN = (
+    "last weekend", "yesterday", "last Friday", "two weeks ago", "this morning", "last summer",
+    "in May", "over the holidays", "on my birthday", "last month", "a few days ago",
+    "on Sunday", "back in March", "earlier this year",
+)  # fmt: skip
+FEELINGS = (
+    "thrilled", "exhausted", "so proud", "a bit nervous", "really relaxed", "inspired",
+    "overwhelmed", "grateful", "excited", "nostalgic", "happy", "calm",
+)  # fmt: skip
+BOOKS = (
+    "Becoming", "Dune", "The Hobbit", "Educated", "Little Women", "Sapiens", "Circe",
+    "The Alchemist", "Normal People", "Pachinko", "Atomic Habits", "Beloved",
+)  # fmt: skip
+
+TEMPLATES = (
+    "I tried {activity} near {place} {when} with my {relative}, and I felt {feeling}.",
+    "{when}, {other} and I tried {activity} for the first time. It was harder than it looks!",
+    "I've been really into {activity} lately. It keeps me sane after work.",
+    "My {relative} just got {pet}, so our weekends are pretty chaotic now.",
+    "Honestly, {food} is my comfort food. I could eat it every day.",
+    "We finally booked a trip to {place}! We leave in {month}.",
+    "I started a new job as a {job} {when}. I'm {feeling} about it.",
+    "Did you ever go to {place}? I keep hearing good things about it.",
+    "I'm reading {book} right now. Have you read it?",
+    "{other} recommended {book} to me and I couldn't put it down.",
+    "I've been listening to a lot of {genre} these days, it's perfect for {activity}.",
+    "That sounds amazing! How long have you been doing {activity}?",
+    "I remember when we went to {place} together, we ate so much {food}.",
+    "My {relative} turned {age} {when}, we threw a party at {place}.",
+    "I'm thinking about signing up for a {activity} class on Tuesdays.",
+    "It's been a tough week. My {relative} was sick, so I stayed home a lot.",
+    "Guess what, I adopted {pet} {when}! I'm {feeling}.",
+    "We made homemade {food} for dinner {when}, the recipe came from my {relative}.",
+    "I'd love to visit {place} someday, it's been on my list for years.",
+    "Thanks for asking! I'm doing well, just busy with {activity} and work.",
+    "Are you still working as a {job}? You used to love it.",
+    "I volunteered at {place} {when}, helping kids with reading.",
+    "I finished my first painting of {place} {when}, I'm {feeling} with how it turned out.",
+    "My favourite band plays {genre}; I saw them live in {place} {when}.",
+    "Let's go {activity} together when you're back from {place}.",
+    "I ran into {other} at {place} {when}, we hadn't talked in ages.",
+    "Wow, {pet}? That's a lot of work but so worth it.",
+    "I've decided to go back to school to become a {job}.",
+    "We're celebrating our {age}th anniversary in {place} next {month}.",
+    "I can't believe it's been a year since we moved to {place}.",
+    "That's so kind of you. Tell your {relative} I said hi!",
+    "I have been saving up for a trip to {place} to go {activity}.",
+)
+MONTHS = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)  # fmt: skip
+
+QUESTIONS = (
+    "What did {name} do at {place}?",
+    "When did {name} go {activity}?",
+    "Which book is {name} reading?",
+    "What pet does {name}'s {relative} have?",
+    "Where is {name} planning to travel?",
+    "What is {name}'s favourite food?",
+    "What job did {name} start?",
+    "Who went {activity} with {name}?",
+    "What music does {name} listen to?",
+    "How did {name} feel about {activity}?",
+    "Has {name} ever been to {place}?",
+    "What happened to {name}'s {relative}?",
+    "When did {name} adopt a pet?",
+    "Who recommended {book}?",
+    "What class is {name} signing up for?",
+)
+
+
+def _fill(rng: random.Random, template: str, speaker: str) -> str:
+    values = {
+        "activity": rng.choice(ACTIVITIES),
+        "place": rng.choice(PLACES),
+        "when": rng.choice(WHEN),
+        "relative": rng.choice(RELATIVES),
+        "feeling": rng.choice(FEELINGS),
+        "other": rng.choice([p for p in PEOPLE if p != speaker][:24]),
+        "pet": rng.choice(PETS),
+        "food": rng.choice(FOODS),
+        "month": rng.choice(MONTHS),
+        "job": rng.choice(JOBS),
+        "book": rng.choice(BOOKS),
+        "genre": rng.choice(GENRES),
+        "age": str(rng.randint(3, 60)),
+        "name": rng.choice(PEOPLE[:16]),
+    }
+    text = template.format(**values)
+    return text[0].upper() + text[1:]
+
+
+def conversation(seed: int = SEED) -> Iterator[Message]:
+    """An endless, deterministic stream of chat messages for ``MemoryOS.add``.
+
+    Sessions of 16–24 turns between one of eight pairs of speakers, alternating; sessions start 1–4
+    days apart and turns 20 s – 4 min apart.  About one turn in four joins two sentences.
+    """
+    rng = random.Random(seed)
+    clock = datetime(2023, 1, 2, 9, 0, tzinfo=timezone.utc)
+    session = 0
+    while True:
+        session += 1
+        pair = rng.choice(PAIRS)
+        clock += timedelta(days=rng.randint(1, 4), minutes=rng.randint(0, 600))
+        for turn in range(rng.randint(SESSION_TURNS - 4, SESSION_TURNS + 4)):
+            speaker = pair[turn % 2]
+            text = _fill(rng, rng.choice(TEMPLATES), speaker)
+            if rng.random() < 0.25:
+                text += " " + _fill(rng, rng.choice(TEMPLATES), speaker)
+            clock += timedelta(seconds=rng.randint(20, 240))
+            yield {
+                "role": "user",
+                "name": speaker,
+                "content": text,
+                "timestamp": clock.isoformat(),
+                "metadata": {"session": f"s{session:06d}"},
+            }
+
+
+def questions(count: int, seed: int = SEED + 1) -> list[str]:
+    """``count`` deterministic questions about the people, places and events of the stream."""
+    rng = random.Random(seed)
+    return [_fill(rng, rng.choice(QUESTIONS), "") for _ in range(count)]
+
+
+def passage_text(message: Message) -> str:
+    """What ``add`` embeds for a message (``embedding_text``: speaker-prefixed content)."""
+    return f"{message['name']}: {message['content']}"
+
+
+# -- measurement helpers ---------------------------------------------------------------------
+
+
+def timed(fn: Callable[P, object], *args: P.args, **kwargs: P.kwargs) -> float:
+    """Milliseconds one call ``fn(*args, **kwargs)`` takes."""
+    start = time.perf_counter()
+    fn(*args, **kwargs)
+    return (time.perf_counter() - start) * 1000
+
+
+def timed_each(fn: Callable[[T], object], values: Iterable[T]) -> list[float]:
+    """Milliseconds each call ``fn(value)`` takes, in order."""
+    times: list[float] = []
+    for value in values:
+        start = time.perf_counter()
+        fn(value)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def pct(samples: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(samples, dtype=np.float64), q))
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (ru_maxrss: KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+def db_size_mb(path: str) -> float:
+    """The database file plus its write-ahead log, in MB."""
+    files = [Path(path), Path(path + "-wal")]
+    return sum(f.stat().st_size for f in files if f.exists()) / 2**20
+
+
+def cube_turns(path: str, cube_id: str) -> int:
+    """How many items the cube holds (0 when the file or the cube does not exist yet)."""
+    if not Path(path).exists():
+        return 0
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT count(*) FROM items WHERE cube_id = ?", (cube_id,)).fetchone()
+    except sqlite3.OperationalError:
+        return 0  # not initialised yet
+    finally:
+        conn.close()
+    return int(row[0])
+
+
+class PrecomputedQueries:
+    """An ``Embedder`` whose ``embed_query`` looks up vectors computed beforehand.
+
+    Same name, model id and width as the real one (so cubes accept it); used to time ``search``
+    without query embedding.
+    """
+
+    def __init__(self, inner: Embedder, vectors: dict[str, Vectors]) -> None:
+        self.inner = inner
+        self.vectors = vectors
+        self.name = inner.name
+        self.model_id = inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        return self.inner.embed_passages(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.vectors[text]
+
+
+# -- the benchmark ---------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    size: str
+    metric: str
+    value: float | int | str | None
+    unit: str = ""
+    note: str = ""
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, db: str) -> None:
+        self.args = args
+        self.db = db
+        self.cube_id = f"bench-{args.embedder}"
+        overrides: dict[str, Any] = {"db": db, "embedder": args.embedder}
+        if args.threads is not None:
+            overrides["embed_threads"] = args.threads
+        self.settings = Settings.load(**overrides)
+        self.embedder = make_embedder(args.embedder, self.settings)
+        self.stream = conversation()
+        self.held = cube_turns(db, self.cube_id)
+        self.rows: list[Row] = []
+        self.raw_n, self.raw_s, self.paired_s = 0, 0.0, 0.0
+        self.result: dict[str, Any] = {
+            "embedder": args.embedder,
+            "model_id": self.embedder.model_id,
+            "dim": self.embedder.dim,
+            "embed_threads": self.settings.embed_threads,
+            "embed_batch_size": self.settings.embed_batch_size,
+            "batch": args.batch,
+            "queries": args.queries,
+            "top_k": TOP_K,
+            "adds": args.adds,
+            "seed": SEED,
+            "db": db if args.db else None,
+            "reused_turns": self.held,
+            "machine": {
+                "cpus": os.cpu_count(),
+                "platform": platform.platform(),
+                "processor": platform.processor() or platform.machine(),
+                "python": platform.python_version(),
+            },
+            "sizes": [],
+        }
+
+    def row(
+        self,
+        size: str,
+        metric: str,
+        value: float | int | str | None,
+        unit: str = "",
+        note: str = "",
+    ) -> None:
+        item = Row(size, metric, value, unit, note)
+        self.rows.append(item)
+        print(format_row(item), flush=True)
+
+    def open(self) -> MemoryOS:
+        """A fresh ``MemoryOS`` (new store, so a cold vector mirror) sharing the loaded embedder."""
+        return MemoryOS.open(self.db, embedder=self.embedder, settings=self.settings)
+
+    def run(self) -> dict[str, Any]:
+        load_ms = timed(self.embedder.embed_passages, ["warm-up"])
+        self.embedder.embed_query("warm-up")
+        self.result["embedder_load_s"] = load_ms / 1000
+        self.row("-", "embedder load", round(load_ms / 1000, 2), "s", self.embedder.model_id)
+        with self.open() as mos:
+            with contextlib.suppress(AlreadyExists):
+                mos.create_user(USER)
+            if mos.store.get_cube(self.cube_id) is None:
+                mos.create_cube("benchmark", owner=USER, cube_id=self.cube_id)
+        # Skip the turns already stored, so the cube keeps growing along the same stream.
+        for _ in islice(self.stream, self.held):
+            pass
+        for size in self.args.sizes:
+            self.measure(size)
+        return self.result
+
+    def report_raw(self) -> None:
+        """Report the raw embedding speed, measuring it alone first if no ingest paired it."""
+        if not self.raw_n:
+            texts = [passage_text(m) for m in islice(conversation(), self.args.raw_sample)]
+            for i in range(0, len(texts), self.args.batch):
+                chunk = texts[i : i + self.args.batch]
+                self.raw_s += timed(self.embedder.embed_passages, chunk) / 1000
+                self.raw_n += len(chunk)
+        raw = {"texts": self.raw_n, "seconds": self.raw_s, "per_s": self.raw_n / self.raw_s}
+        note = f"{self.raw_n} texts, chunks of {self.args.batch}"
+        if self.paired_s:
+            raw["paired_ingest_per_s"] = self.raw_n / self.paired_s
+            note += f"; add on the same chunks: {raw['paired_ingest_per_s']:.1f} turns/s"
+        self.result["raw_embed"] = raw
+        self.row("-", "raw embed_passages", round(raw["per_s"], 1), "passages/s", note)
+
+    def ingest(self, mos: MemoryOS, target: int) -> dict[str, Any]:
+        """Add turns up to ``target``; time only the ``add`` calls.
+
+        The first ``--raw-sample`` texts are also embedded alone, just before their ``add`` call,
+        so raw and ingest speeds are measured side by side under the same machine load.
+        """
+        todo = max(0, target - self.held)
+        if not todo:
+            return {"ingested": 0, "ingest_s": None, "ingest_turns_per_s": None}
+        batch = self.args.batch
+        step = max(batch, (todo // 10) // batch * batch)
+        done, seconds = 0, 0.0
+        while done < todo:
+            messages = list(islice(self.stream, min(batch, todo - done)))
+            raw = self.raw_n < self.args.raw_sample
+            if raw:
+                texts = [passage_text(m) for m in messages]
+                self.raw_s += timed(self.embedder.embed_passages, texts) / 1000
+                self.raw_n += len(texts)
+            took = timed(mos.add, messages, user_id=USER, cube_id=self.cube_id) / 1000
+            seconds += took
+            if raw:
+                self.paired_s += took
+            done += len(messages)
+            if done % step == 0 and done < todo:
+                print(
+                    f"  … {self.held + done}/{target} turns, {done / seconds:.1f} turns/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        self.held += todo
+        return {"ingested": todo, "ingest_s": seconds, "ingest_turns_per_s": todo / seconds}
+
+    def measure(self, target: int) -> None:
+        size = str(target)
+        with self.open() as mos:
+            figures = self.ingest(mos, target)
+        if "raw_embed" not in self.result:
+            self.report_raw()
+        if figures["ingested"]:
+            self.row(
+                size,
+                "ingest",
+                round(figures["ingest_turns_per_s"], 1),
+                "turns/s",
+                f"{figures['ingested']} turns in {figures['ingest_s']:.1f} s, "
+                f"batch {self.args.batch}",
+            )
+        else:
+            self.row(size, "ingest", None, "turns/s", f"reused: cube holds {self.held} turns")
+        figures["turns"] = self.held
+        asked = questions(self.args.queries)
+        scope = [self.cube_id]
+
+        with self.open() as mos:  # a new store: the first search loads the whole vector mirror
+            start = time.perf_counter()
+            hits = mos.search(WARM_UP, user_id=USER, cube_ids=scope, top_k=TOP_K)
+            first_ms = (time.perf_counter() - start) * 1000
+            if not hits:
+                raise SystemExit("the warm-up search found nothing: is the cube empty?")
+            # Per question, back to back (so all three see the same machine load): the search,
+            # the query embedding alone, and the search again with that embedding precomputed.
+            vectors: dict[str, Vectors] = {}
+            bare = MemoryOS(mos.store, PrecomputedQueries(self.embedder, vectors), mos.settings)
+            search_ms, embed_ms, bare_ms = [], [], []
+            for q in asked:
+                search_ms.append(timed(mos.search, q, user_id=USER, cube_ids=scope, top_k=TOP_K))
+                start = time.perf_counter()
+                vectors[q] = self.embedder.embed_query(q)
+                embed_ms.append((time.perf_counter() - start) * 1000)
+                bare_ms.append(timed(bare.search, q, user_id=USER, cube_ids=scope, top_k=TOP_K))
+            add_ms = timed_each(
+                lambda m: mos.add([m], user_id=USER, cube_id=self.cube_id),
+                list(islice(self.stream, self.args.adds)),
+            )
+            self.held += len(add_ms)
+
+        figures.update(
+            first_search_ms=first_ms,
+            search_p50_ms=pct(search_ms, 50),
+            search_p95_ms=pct(search_ms, 95),
+            embed_query_p50_ms=pct(embed_ms, 50),
+            embed_query_p95_ms=pct(embed_ms, 95),
+            search_no_embed_p50_ms=pct(bare_ms, 50),
+            search_no_embed_p95_ms=pct(bare_ms, 95),
+            add_one_p50_ms=pct(add_ms, 50) if add_ms else None,
+            add_one_p95_ms=pct(add_ms, 95) if add_ms else None,
+            peak_rss_mb=peak_rss_mb(),
+            db_mb=db_size_mb(self.db),
+        )
+        self.result["sizes"].append(figures)
+        turns = f"{figures['turns']} turns"
+        self.row(size, "first search (cold mirror)", round(first_ms, 1), "ms", turns)
+        n_q = f"{len(asked)} queries, top_k {TOP_K}"
+        self.row(size, "search p50", round(figures["search_p50_ms"], 2), "ms", n_q)
+        self.row(size, "search p95", round(figures["search_p95_ms"], 2), "ms", n_q)
+        self.row(size, "query embedding p50", round(figures["embed_query_p50_ms"], 2), "ms")
+        self.row(size, "query embedding p95", round(figures["embed_query_p95_ms"], 2), "ms")
+        self.row(
+            size, "search w/o embedding p50", round(figures["search_no_embed_p50_ms"], 2), "ms"
+        )
+        self.row(
+            size, "search w/o embedding p95", round(figures["search_no_embed_p95_ms"], 2), "ms"
+        )
+        if add_ms:
+            n_a = f"{len(add_ms)} adds"
+            self.row(size, "add 1 turn p50", round(figures["add_one_p50_ms"], 2), "ms", n_a)
+            self.row(size, "add 1 turn p95", round(figures["add_one_p95_ms"], 2), "ms", n_a)
+        self.row(size, "peak RSS", round(figures["peak_rss_mb"], 1), "MB")
+        self.row(size, "db file", round(figures["db_mb"], 1), "MB", "file + WAL")
+
+
+def format_row(row: Row) -> str:
+    value = "-" if row.value is None else str(row.value)
+    return f"{row.size:>7}  {row.metric:<27} {value:>10} {row.unit:<11} {row.note}".rstrip()
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="memstrata core benchmark: ingest, add, search, memory, disk at N turns."
+    )
+    parser.add_argument("--embedder", choices=EMBEDDERS, default="e5")
+    parser.add_argument("--n", type=int, default=10000, help="turns in the cube (default 10000)")
+    parser.add_argument(
+        "--sizes", help="comma-separated sizes to grow one cube through, e.g. 10000,100000"
+    )
+    parser.add_argument("--db", help="database file to build or reuse (default: a temporary one)")
+    parser.add_argument("--batch", type=int, default=64, help="messages per add call")
+    parser.add_argument("--queries", type=int, default=200, help="search queries per size")
+    parser.add_argument("--adds", type=int, default=100, help="single-turn adds per size")
+    parser.add_argument(
+        "--raw-sample", type=int, default=2000, help="texts for the raw embed_passages speed"
+    )
+    parser.add_argument("--threads", type=int, help="embedder threads (default: the setting)")
+    parser.add_argument("--out", help="write the figures as JSON to this file")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.n]
+    if any(s < 1 for s in sizes) or sizes != sorted(set(sizes)):
+        parser.error("sizes must be positive and increasing")
+    if args.batch < 1 or args.queries < 1 or args.adds < 0 or args.raw_sample < 1:
+        parser.error("--batch, --queries and --raw-sample must be positive, --adds at least 0")
+    args.sizes = sizes
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="memstrata-bench-") as scratch:
+        db = args.db or str(Path(scratch) / "bench.db")
+        print(f"{'size':>7}  {'metric':<27} {'value':>10} {'unit':<11} note", flush=True)
+        result = Bench(args, db).run()
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
