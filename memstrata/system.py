@@ -76,9 +76,9 @@ class MemoryOS:
         """
         name = embedder if isinstance(embedder, str) else None
         base = settings or Settings.load()
+        given = {"db": path, "embedder": name, **overrides}
         settings = Settings.from_mapping(
-            {**vars(base), **{k: v for k, v in {"db": path, "embedder": name}.items() if v}}
-            | overrides
+            {**vars(base), **{k: v for k, v in given.items() if v is not None}}
         )
         store = SQLiteStore(settings.db, busy_timeout_ms=settings.busy_timeout_ms)
         try:
