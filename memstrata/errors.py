@@ -48,13 +48,15 @@ class NotFoundError(MemstrataError):
 class UserNotFound(NotFoundError):
     def __init__(self, user_id: str) -> None:
         self.user_id = user_id
-        super().__init__(f"unknown user {user_id!r}", hint="create it first with create_user()")
+        super().__init__(f"unknown user {user_id!r}", hint="create the user first")
 
 
 class CubeNotFound(NotFoundError):
     def __init__(self, cube_id: str) -> None:
         self.cube_id = cube_id
-        super().__init__(f"unknown cube {cube_id!r}", hint="list your cubes with list_cubes()")
+        super().__init__(
+            f"unknown cube {cube_id!r}", hint="check the id against your list of cubes"
+        )
 
 
 class ItemNotFound(NotFoundError):
@@ -112,7 +114,8 @@ class EmbedderMismatch(ConfigurationError):
         super().__init__(
             f"cube {cube_id!r} was embedded with {stored} but this MemoryOS uses {current}",
             hint=f"open it with the embedder that wrote {stored} (e.g. --embedder / "
-            f"MEMSTRATA_EMBEDDER), or call reembed({cube_id!r}) to re-embed it with {current}",
+            f"MEMSTRATA_EMBEDDER), or re-embed the cube (reembed / `memstrata cubes reembed`) "
+            f"with {current}",
         )
 
 

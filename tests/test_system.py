@@ -40,9 +40,9 @@ CONVERSATION = [
 
 @pytest.fixture
 def filled(mos: MemoryOS, alice_cube: str) -> list[str]:
-    return mos.add(CONVERSATION[:3], user_id="alice", cube_id=alice_cube, session_id="s1") + mos.add(
-        CONVERSATION[3:], user_id="alice", cube_id=alice_cube, session_id="s2"
-    )
+    return mos.add(
+        CONVERSATION[:3], user_id="alice", cube_id=alice_cube, session_id="s1"
+    ) + mos.add(CONVERSATION[3:], user_id="alice", cube_id=alice_cube, session_id="s2")
 
 
 def texts(hits: list) -> list[str]:  # type: ignore[type-arg]
@@ -221,7 +221,7 @@ def test_bad_input_is_a_typed_error_that_changes_nothing(
 
 
 def test_error_types(mos: MemoryOS, alice_cube: str) -> None:
-    with pytest.raises(UserNotFound, match="create_user"):
+    with pytest.raises(UserNotFound, match="create the user"):
         mos.list_cubes(user_id="ghost")
     with pytest.raises(CubeNotFound):
         mos.get_cube("ghost", user_id="alice")

@@ -40,12 +40,18 @@ def index_text(text: str) -> str:
 
 
 def query_terms(query: str) -> list[str]:
-    """The distinct search terms of ``query``, lower-cased, stopwords dropped unless nothing is left."""
+    """The distinct terms of ``query``, lower-cased; stopwords and lone Latin letters are dropped
+    unless nothing else is left."""
     terms: list[str] = []
     for token in _WORD.findall(query.lower()):
         terms.extend(_cjk_grams(token) if _CJK_RUN.fullmatch(token) else [token])
     unique = list(dict.fromkeys(terms))
-    content = [t for t in unique if t not in STOPWORDS]
+    # A lone Latin letter is the "s" of "Maya's" or the "t" of "don't": noise, like a stopword.
+    content = [
+        t
+        for t in unique
+        if t not in STOPWORDS and not (len(t) == 1 and t.isascii() and t.isalpha())
+    ]
     return content or unique
 
 

@@ -37,8 +37,8 @@ SEMANTIC = {
         "The stock market fell sharply after the central bank raised interest rates.",
     ),
     "zh": (
-        "明天北京的天气怎么样？",  # noqa: RUF001
-        "北京明天晴，最高气温二十五度，适合出门。",  # noqa: RUF001
+        "明天北京的天气怎么样？",
+        "北京明天晴，最高气温二十五度，适合出门。",
         "这家公司去年的利润增长了百分之十。",
     ),
 }

@@ -15,8 +15,9 @@ def test_query_cjk_becomes_bigrams_and_english_drops_stopwords() -> None:
     assert query_terms("苹") == ["苹"]
     assert query_terms("What is the name of the dog?") == ["name", "dog"]
     assert query_terms("who is it") == ["who", "is", "it"]  # all stopwords: keep them
+    assert query_terms("Maya's dog") == ["maya", "dog"]
 
 
 def test_match_expression_quotes_terms_and_handles_empty() -> None:
-    assert match_expression('say "hi" NEAR(x)') == '"say" OR "hi" OR "near" OR "x"'
+    assert match_expression('say "hi" NEAR(xy)') == '"say" OR "hi" OR "near" OR "xy"'
     assert match_expression("?!") is None

@@ -1,0 +1,572 @@
+"""The ``memstrata`` command line: a thin adapter over ``MemoryOS`` (parse → core → render).
+
+Every command opens the database named by the global options (``--db``, ``--config``,
+``--embedder``), calls one ``MemoryOS`` method and prints the result: short aligned lines by
+default, JSON with ``--json``.  Failures never print a traceback: a ``MemstrataError`` is one
+``error: …`` line on stderr and exit status 1, a usage error one such line and status 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields, is_dataclass
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import IO, Any, Concatenate, NoReturn, ParamSpec, TypeVar
+
+import click
+from click.exceptions import NoArgsIsHelpError
+
+from memstrata.config import Settings
+from memstrata.embed import EMBEDDERS
+from memstrata.errors import AlreadyExists, MemstrataError
+from memstrata.model import CUBE_KINDS, PERMISSIONS, ROLES, Cube, Hit, MemoryItem, User, Version
+from memstrata.system import MemoryOS
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_FILTER_KEYS = ("session_id", "tier", "type", "status", "since", "until")
+_LIST_FILTERS = ("tier", "type", "status")
+_TEXT_WIDTH = 100
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The global options; ``db=None`` means whatever ``Settings`` picks."""
+
+    db: str | None = None
+    config: str | None = None
+    embedder: str | None = None
+    as_json: bool = False
+
+    def open(self, db: str | None = None) -> MemoryOS:
+        """A ``MemoryOS`` on ``db`` (default: the ``--db`` option, else ``Settings``' db)."""
+        settings = Settings.load(self.config, db=db or self.db, embedder=self.embedder)
+        return MemoryOS.open(settings=settings)
+
+
+class _Group(click.Group):
+    """The root group: runs click with ``standalone_mode=False`` and renders every failure."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the CLI; in standalone mode always exits, never with a traceback for bad input.
+
+        Exit status: 0 on success (and for bare help), 1 for a ``MemstrataError`` or an abort,
+        2 for a usage error.  With ``standalone_mode=False`` exceptions propagate as in click.
+        """
+        run: Callable[[], object] = functools.partial(
+            super().main, args, prog_name, complete_var, False, windows_expand_args, **extra
+        )
+        if not standalone_mode:
+            return run()
+        try:
+            code = run()
+        except MemstrataError as exc:
+            _fail(str(exc), 1)
+        except NoArgsIsHelpError as exc:
+            click.echo(exc.ctx.get_help())
+            code = 0
+        except click.UsageError as exc:
+            hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+            _fail(exc.format_message() + hint, exc.exit_code)
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code)
+        except click.exceptions.Abort:
+            _fail("aborted", 1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    """Print ``error: message`` as one line on stderr and exit with ``code``."""
+    click.echo("error: " + " ".join(message.splitlines()), err=True)
+    sys.exit(code)
+
+
+# -- output ----------------------------------------------------------------------------------
+
+
+def _to_json(value: object) -> str:
+    """``value`` as JSON: dataclasses as objects of their fields, datetimes as ISO 8601."""
+
+    def plain(obj: object) -> object:
+        if isinstance(obj, datetime):
+            return obj.isoformat()
+        if is_dataclass(obj) and not isinstance(obj, type):
+            return {f.name: getattr(obj, f.name) for f in fields(obj)}
+        raise TypeError(f"cannot render {type(obj).__name__} as JSON")
+
+    return json.dumps(value, default=plain, ensure_ascii=False, indent=2)
+
+
+def _options() -> _Options:
+    return click.get_current_context().find_object(_Options) or _Options()
+
+
+def _emit(value: object, lines: Iterable[str]) -> None:
+    """Print ``value`` as JSON under ``--json``, else the human-readable ``lines``."""
+    if _options().as_json:
+        click.echo(_to_json(value))
+    else:
+        for line in lines:
+            click.echo(line)
+
+
+def _table(rows: Iterable[Sequence[str]]) -> list[str]:
+    """One line per row, every column but the last padded to its widest cell."""
+    grid = [list(row) for row in rows]
+    widths = [max(len(row[i]) for row in grid) for i in range(len(grid[0]) - 1)] if grid else []
+    return [
+        "  ".join([*(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)), row[-1]])
+        for row in grid
+    ]
+
+
+def _iso(when: datetime) -> str:
+    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _short(text: str, width: int = _TEXT_WIDTH) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _user_row(user: User) -> tuple[str, ...]:
+    return (user.user_id, user.role, user.name or "-")
+
+
+def _cube_row(cube: Cube) -> tuple[str, ...]:
+    return (cube.cube_id, cube.kind, cube.owner, cube.name)
+
+
+def _who(item: MemoryItem) -> str:
+    return item.speaker or item.role or "-"
+
+
+def _hit_row(hit: Hit) -> tuple[str, ...]:
+    item = hit.item
+    return (f"{hit.score:.4f}", item.id, _iso(item.event_time), _who(item), _short(item.text))
+
+
+def _version_row(version: Version) -> tuple[str, ...]:
+    text = _short(version.item.text) + (f"  ({version.reason})" if version.reason else "")
+    return (
+        f"v{version.version}",
+        _iso(version.at),
+        version.actor or "-",
+        version.item.status,
+        text,
+    )
+
+
+def _item_lines(item: MemoryItem) -> list[str]:
+    shown = {
+        "id": item.id,
+        "cube": item.cube_id,
+        "version": str(item.version),
+        "status": item.status,
+        "tier/type": f"{item.tier}/{item.type}",
+        "session": item.session_id,
+        "speaker": item.speaker,
+        "role": item.role,
+        "when": _iso(item.event_time),
+        "updated": _iso(item.updated_at),
+        "metadata": json.dumps(item.metadata, ensure_ascii=False) if item.metadata else None,
+        "text": item.text,
+    }
+    return _table((f"{key}:", value) for key, value in shown.items() if value is not None)
+
+
+# -- shared options --------------------------------------------------------------------------
+
+
+def _with_memory(command: Callable[Concatenate[MemoryOS, P], R]) -> Callable[P, R]:
+    """Call ``command`` with an open ``MemoryOS`` first; it is closed when the command ends."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        ctx = click.get_current_context()
+        return command(ctx.with_resource(_options().open()), *args, **kwargs)
+
+    return wrapper
+
+
+_user = click.option(
+    "--user", "user_id", required=True, metavar="USER", help="Acting user; its grants are checked."
+)
+_reason = click.option("--reason", help="Why; kept in the history.")
+
+
+def _json_or_text(value: str) -> object:
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _parse_filters(
+    ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]
+) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as a filter mapping (tier/type/status may repeat; see ``search``)."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE")
+        if key.startswith("metadata."):
+            out.setdefault("metadata", {})[key.removeprefix("metadata.")] = _json_or_text(value)
+        elif key in _LIST_FILTERS:
+            out.setdefault(key, []).append(value)
+        elif key not in _FILTER_KEYS:
+            known = ", ".join([*_FILTER_KEYS, "metadata.KEY"])
+            raise click.BadParameter(f"unknown filter key {key!r} (known: {known})")
+        elif key in out:
+            raise click.BadParameter(f"filter key {key!r} given twice")
+        else:
+            out[key] = value
+    return out
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    help="SQLite database file  [default: $MEMSTRATA_DB, else memstrata.db in the user data dir]",
+)
+@click.option("--config", type=click.Path(dir_okay=False), help="TOML settings file.")
+@click.option(
+    "--embedder",
+    type=click.Choice(EMBEDDERS),
+    help="Embedder  [default: the one the database was created with; e5 for a new one]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@click.version_option(package_name="memstrata")
+@click.pass_context
+def cli(
+    ctx: click.Context, db: str | None, config: str | None, embedder: str | None, as_json: bool
+) -> None:
+    """memstrata: long-term memory for LLM agents, offline by default.
+
+    Start with `memstrata demo`.
+    """
+    ctx.obj = _Options(db, config, embedder, as_json)
+
+
+@cli.group()
+def users() -> None:
+    """Create and list users."""
+
+
+@users.command("create")
+@click.argument("user_id")
+@click.option("--name", help="Display name.")
+@click.option("--role", type=click.Choice(ROLES), default="user", show_default=True)
+@_with_memory
+def users_create(memory: MemoryOS, user_id: str, name: str | None, role: str) -> None:
+    """Create the user USER_ID."""
+    user = memory.create_user(user_id, name=name, role=role)
+    _emit(user, _table([_user_row(user)]))
+
+
+@users.command("list")
+@_with_memory
+def users_list(memory: MemoryOS) -> None:
+    """List every user, oldest first."""
+    found = memory.list_users()
+    _emit(found, _table(map(_user_row, found)))
+
+
+@cli.group()
+def cubes() -> None:
+    """Create, list, share and re-embed memory cubes."""
+
+
+@cubes.command("create")
+@click.argument("name")
+@click.option("--owner", required=True, metavar="USER", help="Owning user (gets admin).")
+@click.option("--cube-id", metavar="ID", help="Id of the new cube  [default: generated]")
+@click.option("--kind", type=click.Choice(CUBE_KINDS), default="user", show_default=True)
+@_with_memory
+def cubes_create(memory: MemoryOS, name: str, owner: str, cube_id: str | None, kind: str) -> None:
+    """Create a cube called NAME."""
+    cube = memory.create_cube(name, owner=owner, cube_id=cube_id, kind=kind)
+    _emit(cube, _table([_cube_row(cube)]))
+
+
+@cubes.command("list")
+@_user
+@_with_memory
+def cubes_list(memory: MemoryOS, user_id: str) -> None:
+    """List the cubes USER may read, oldest first."""
+    found = memory.list_cubes(user_id=user_id)
+    _emit(found, _table(map(_cube_row, found)))
+
+
+@cubes.command("grant")
+@click.argument("cube_id")
+@click.argument("user_id")
+@click.argument("permission", type=click.Choice(PERMISSIONS))
+@click.option("--by", required=True, metavar="USER", help="Granting user; needs admin on the cube.")
+@_with_memory
+def cubes_grant(memory: MemoryOS, cube_id: str, user_id: str, permission: str, by: str) -> None:
+    """Give USER_ID PERMISSION (read, write or admin) on CUBE_ID."""
+    grant = memory.grant(cube_id, user_id, permission, by=by)
+    _emit(grant, [f"granted {grant.permission} on cube {grant.cube_id} to {grant.user_id}"])
+
+
+@cubes.command("reembed")
+@click.argument("cube_id")
+@_user
+@_with_memory
+def cubes_reembed(memory: MemoryOS, cube_id: str, user_id: str) -> None:
+    """Re-embed every item of CUBE_ID with the current embedder (needs admin)."""
+    count = memory.reembed(cube_id, user_id=user_id)
+    _emit({"cube_id": cube_id, "items": count}, [f"re-embedded {count} items in {cube_id}"])
+
+
+def _messages(text: str | None, file: IO[str] | None, **fields: str | None) -> Any:
+    """What ``MemoryOS.add`` gets: TEXT as one message with ``fields``, or the --file's JSON.
+
+    The core validates the result; this only refuses ambiguous or unreadable input.
+    """
+    given = {key: value for key, value in fields.items() if value is not None}
+    if (text is None) == (file is None):
+        raise click.UsageError("give either TEXT or --file")
+    if file is None:
+        return [{"content": text, **given}] if given else text
+    if given:
+        raise click.UsageError("--role, --name, --timestamp and --id apply to TEXT, not --file")
+    try:
+        return json.load(file)
+    except ValueError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="'--file'") from exc
+
+
+@cli.command()
+@click.argument("text", required=False)
+@_user
+@click.option(
+    "--cube", "cube_id", required=True, metavar="CUBE", help="Cube to add to (needs write)."
+)
+@click.option("--session", "session_id", metavar="ID", help="Session id for the new items.")
+@click.option("--role", metavar="ROLE", help="Role of TEXT's speaker  [default: user]")
+@click.option("--name", metavar="NAME", help="Speaker of TEXT.")
+@click.option("--timestamp", metavar="TIME", help="When TEXT was said (ISO 8601)  [default: now]")
+@click.option(
+    "--id", "external_id", metavar="ID", help="Your own id for TEXT (re-adding it is a no-op)."
+)
+@click.option(
+    "--file",
+    type=click.File("r", encoding="utf-8"),
+    metavar="FILE",
+    help="JSON list of messages (role, content, name, timestamp, id, metadata); - for stdin.",
+)
+@_with_memory
+def add(
+    memory: MemoryOS,
+    text: str | None,
+    user_id: str,
+    cube_id: str,
+    session_id: str | None,
+    role: str | None,
+    name: str | None,
+    timestamp: str | None,
+    external_id: str | None,
+    file: IO[str] | None,
+) -> None:
+    """Remember TEXT (or every message of --file); prints the new item ids in order."""
+    messages = _messages(text, file, role=role, name=name, timestamp=timestamp, id=external_id)
+    ids = memory.add(messages, user_id=user_id, cube_id=cube_id, session_id=session_id)
+    _emit(ids, ids)
+
+
+@cli.command()
+@click.argument("query")
+@_user
+@click.option(
+    "--cube",
+    "cube_ids",
+    multiple=True,
+    metavar="CUBE",
+    help="Cube to search (repeatable)  [default: all readable]",
+)
+@click.option("--top-k", default=10, metavar="N", show_default=True, help="Number of hits.")
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    callback=_parse_filters,
+    metavar="KEY=VALUE",
+    help="Repeatable. KEY: session_id, tier, type, status, since, until (ISO 8601), or "
+    "metadata.KEY for equality (VALUE parsed as JSON when it parses).",
+)
+@_with_memory
+def search(
+    memory: MemoryOS,
+    query: str,
+    user_id: str,
+    cube_ids: tuple[str, ...],
+    top_k: int,
+    filters: dict[str, Any],
+) -> None:
+    """Hybrid (keyword + vector) search for QUERY, best first: score, id, when, who, text."""
+    hits = memory.search(
+        query, user_id=user_id, cube_ids=list(cube_ids) or None, top_k=top_k, filters=filters
+    )
+    _emit(hits, _table(map(_hit_row, hits)))
+
+
+@cli.command()
+@click.argument("item_id")
+@_user
+@_with_memory
+def get(memory: MemoryOS, item_id: str, user_id: str) -> None:
+    """Show the current version of ITEM_ID."""
+    item = memory.get(item_id, user_id=user_id)
+    _emit(item, _item_lines(item))
+
+
+@cli.command()
+@click.argument("item_id")
+@_user
+@_with_memory
+def history(memory: MemoryOS, item_id: str, user_id: str) -> None:
+    """Every version of ITEM_ID, oldest first: version, when, who, status, text."""
+    versions = memory.history(item_id, user_id=user_id)
+    _emit(versions, _table(map(_version_row, versions)))
+
+
+@cli.command()
+@click.argument("item_id")
+@_user
+@click.option("--text", required=True, help="The new text.")
+@_reason
+@_with_memory
+def update(memory: MemoryOS, item_id: str, user_id: str, text: str, reason: str | None) -> None:
+    """Write a new version of ITEM_ID with new text."""
+    item = memory.update(item_id, user_id=user_id, text=text, reason=reason)
+    _emit(item, _item_lines(item))
+
+
+@cli.command()
+@click.argument("item_id")
+@_user
+@_reason
+@_with_memory
+def delete(memory: MemoryOS, item_id: str, user_id: str, reason: str | None) -> None:
+    """Soft-delete ITEM_ID: out of search, history kept."""
+    item = memory.delete(item_id, user_id=user_id, reason=reason)
+    _emit(item, [f"deleted {item.id} (version {item.version})"])
+
+
+# -- demo ------------------------------------------------------------------------------------
+
+_DEMO_USER = "demo"
+_DEMO_CUBE = "demo"
+_DEMO_SEARCHES: tuple[tuple[str, dict[str, str]], ...] = (
+    ("What is Maya's dog called?", {}),
+    ("When does Tomás start teaching?", {}),
+    ("What does Tomás teach now?", {"since": "2024-09-01"}),
+    ("米线", {}),
+)
+
+
+def _ingest_sample(memory: MemoryOS) -> list[list[str]]:
+    """Add the packaged sample conversation as user/cube ``demo``; the item ids, per session.
+
+    Idempotent: the user and cube are reused and the messages carry ids, so re-running is safe.
+    """
+    data = resources.files("memstrata").joinpath("data/sample_conversation.json")
+    sessions = json.loads(data.read_text(encoding="utf-8"))["sessions"]
+    with contextlib.suppress(AlreadyExists):
+        memory.create_user(_DEMO_USER, name="Demo user")
+    with contextlib.suppress(AlreadyExists):
+        memory.create_cube("Maya and Tomás", owner=_DEMO_USER, cube_id=_DEMO_CUBE)
+    ids = []
+    for session in sessions:
+        added = memory.add(
+            session["messages"],
+            user_id=_DEMO_USER,
+            cube_id=_DEMO_CUBE,
+            session_id=session["session_id"],
+        )
+        ids.append(added)
+    return ids
+
+
+def _demo_search(memory: MemoryOS, query: str, filters: dict[str, str]) -> dict[str, Any]:
+    hits = memory.search(query, user_id=_DEMO_USER, filters=filters, top_k=3)
+    return {"query": query, "filters": filters, "hits": hits}
+
+
+def _demo_lines(
+    kept: str | None, added: list[list[str]], results: list[dict[str, Any]]
+) -> list[str]:
+    count = sum(map(len, added))
+    where = kept or "a temporary database (removed afterwards)"
+    lines = [f"Added a sample conversation ({count} messages in {len(added)} sessions) to {where}."]
+    for result in results:
+        scope = "".join(f"  [{key} {value}]" for key, value in result["filters"].items())
+        lines += ["", f"search: {result['query']}{scope}"]
+        rows = (
+            (
+                f"{h.score:.4f}",
+                _who(h.item),
+                h.item.event_time.date().isoformat(),
+                _short(h.item.text),
+            )
+            for h in result["hits"]
+        )
+        lines += ["  " + line for line in _table(rows)]
+    again = f"--db {kept}" if kept else "--db demo.db"
+    return [*lines, "", f'Try: memstrata {again} search "Where did Maya go cycling?" --user demo']
+
+
+def _temporary_db(stack: contextlib.ExitStack) -> str:
+    """A database path in a new temporary directory, removed when ``stack`` closes."""
+    folder = stack.enter_context(tempfile.TemporaryDirectory(ignore_cleanup_errors=True))
+    return str(Path(folder) / "demo.db")
+
+
+@cli.command()
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False),
+    help="Keep the demo in this file  [default: the global --db, else a temporary file]",
+)
+def demo(db_path: str | None) -> None:
+    """Ingest a sample conversation, then run a few searches and show the top 3 hits of each.
+
+    Writes user and cube ``demo``; without any --db the database is temporary (MEMSTRATA_DB is
+    deliberately not used, so a demo never lands in your real memory).
+    """
+    options = _options()
+    kept = db_path or options.db
+    with contextlib.ExitStack() as stack:
+        memory = stack.enter_context(options.open(kept or _temporary_db(stack)))
+        added = _ingest_sample(memory)
+        results = [_demo_search(memory, query, filters) for query, filters in _DEMO_SEARCHES]
+        _emit({"db": kept, "added": added, "searches": results}, _demo_lines(kept, added, results))
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    """The console script: run the CLI on ``args`` (default ``sys.argv[1:]``); always exits."""
+    cli.main(args)
