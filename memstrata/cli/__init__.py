@@ -12,21 +12,19 @@ import contextlib
 import functools
 import json
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields, is_dataclass
-from datetime import datetime
-from importlib import resources
-from pathlib import Path
+from dataclasses import dataclass
 from typing import IO, Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 import click
 from click.exceptions import NoArgsIsHelpError
 
+from memstrata.cli import demo as demo_module
+from memstrata.cli import render
 from memstrata.config import Settings
 from memstrata.embed import EMBEDDERS
-from memstrata.errors import AlreadyExists, MemstrataError
-from memstrata.model import CUBE_KINDS, PERMISSIONS, ROLES, Cube, Hit, MemoryItem, User, Version
+from memstrata.errors import MemstrataError
+from memstrata.model import CUBE_KINDS, PERMISSIONS, ROLES
 from memstrata.system import MemoryOS
 
 P = ParamSpec("P")
@@ -34,7 +32,7 @@ R = TypeVar("R")
 
 _FILTER_KEYS = ("session_id", "tier", "type", "status", "since", "until")
 _LIST_FILTERS = ("tier", "type", "status")
-_TEXT_WIDTH = 100
+TEXT_WIDTH = 100
 
 
 @dataclass(frozen=True)
@@ -100,19 +98,6 @@ def _fail(message: str, code: int) -> NoReturn:
 # -- output ----------------------------------------------------------------------------------
 
 
-def _to_json(value: object) -> str:
-    """``value`` as JSON: dataclasses as objects of their fields, datetimes as ISO 8601."""
-
-    def plain(obj: object) -> object:
-        if isinstance(obj, datetime):
-            return obj.isoformat()
-        if is_dataclass(obj) and not isinstance(obj, type):
-            return {f.name: getattr(obj, f.name) for f in fields(obj)}
-        raise TypeError(f"cannot render {type(obj).__name__} as JSON")
-
-    return json.dumps(value, default=plain, ensure_ascii=False, indent=2)
-
-
 def _options() -> _Options:
     return click.get_current_context().find_object(_Options) or _Options()
 
@@ -120,75 +105,10 @@ def _options() -> _Options:
 def _emit(value: object, lines: Iterable[str]) -> None:
     """Print ``value`` as JSON under ``--json``, else the human-readable ``lines``."""
     if _options().as_json:
-        click.echo(_to_json(value))
+        click.echo(render.to_json(value))
     else:
         for line in lines:
             click.echo(line)
-
-
-def _table(rows: Iterable[Sequence[str]]) -> list[str]:
-    """One line per row, every column but the last padded to its widest cell."""
-    grid = [list(row) for row in rows]
-    widths = [max(len(row[i]) for row in grid) for i in range(len(grid[0]) - 1)] if grid else []
-    return [
-        "  ".join([*(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)), row[-1]])
-        for row in grid
-    ]
-
-
-def _iso(when: datetime) -> str:
-    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _short(text: str, width: int = _TEXT_WIDTH) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def _user_row(user: User) -> tuple[str, ...]:
-    return (user.user_id, user.role, user.name or "-")
-
-
-def _cube_row(cube: Cube) -> tuple[str, ...]:
-    return (cube.cube_id, cube.kind, cube.owner, cube.name)
-
-
-def _who(item: MemoryItem) -> str:
-    return item.speaker or item.role or "-"
-
-
-def _hit_row(hit: Hit) -> tuple[str, ...]:
-    item = hit.item
-    return (f"{hit.score:.4f}", item.id, _iso(item.event_time), _who(item), _short(item.text))
-
-
-def _version_row(version: Version) -> tuple[str, ...]:
-    text = _short(version.item.text) + (f"  ({version.reason})" if version.reason else "")
-    return (
-        f"v{version.version}",
-        _iso(version.at),
-        version.actor or "-",
-        version.item.status,
-        text,
-    )
-
-
-def _item_lines(item: MemoryItem) -> list[str]:
-    shown = {
-        "id": item.id,
-        "cube": item.cube_id,
-        "version": str(item.version),
-        "status": item.status,
-        "tier/type": f"{item.tier}/{item.type}",
-        "session": item.session_id,
-        "speaker": item.speaker,
-        "role": item.role,
-        "when": _iso(item.event_time),
-        "updated": _iso(item.updated_at),
-        "metadata": json.dumps(item.metadata, ensure_ascii=False) if item.metadata else None,
-        "text": item.text,
-    }
-    return _table((f"{key}:", value) for key, value in shown.items() if value is not None)
 
 
 # -- shared options --------------------------------------------------------------------------
@@ -282,7 +202,7 @@ def users() -> None:
 def users_create(memory: MemoryOS, user_id: str, name: str | None, role: str) -> None:
     """Create the user USER_ID."""
     user = memory.create_user(user_id, name=name, role=role)
-    _emit(user, _table([_user_row(user)]))
+    _emit(user, render.table([render.user_row(user)]))
 
 
 @users.command("list")
@@ -290,7 +210,7 @@ def users_create(memory: MemoryOS, user_id: str, name: str | None, role: str) ->
 def users_list(memory: MemoryOS) -> None:
     """List every user, oldest first."""
     found = memory.list_users()
-    _emit(found, _table(map(_user_row, found)))
+    _emit(found, render.table(map(render.user_row, found)))
 
 
 @cli.group()
@@ -307,7 +227,7 @@ def cubes() -> None:
 def cubes_create(memory: MemoryOS, name: str, owner: str, cube_id: str | None, kind: str) -> None:
     """Create a cube called NAME."""
     cube = memory.create_cube(name, owner=owner, cube_id=cube_id, kind=kind)
-    _emit(cube, _table([_cube_row(cube)]))
+    _emit(cube, render.table([render.cube_row(cube)]))
 
 
 @cubes.command("list")
@@ -316,7 +236,7 @@ def cubes_create(memory: MemoryOS, name: str, owner: str, cube_id: str | None, k
 def cubes_list(memory: MemoryOS, user_id: str) -> None:
     """List the cubes USER may read, oldest first."""
     found = memory.list_cubes(user_id=user_id)
-    _emit(found, _table(map(_cube_row, found)))
+    _emit(found, render.table(map(render.cube_row, found)))
 
 
 @cubes.command("grant")
@@ -430,7 +350,7 @@ def search(
     hits = memory.search(
         query, user_id=user_id, cube_ids=list(cube_ids) or None, top_k=top_k, filters=filters
     )
-    _emit(hits, _table(map(_hit_row, hits)))
+    _emit(hits, render.table(map(render.hit_row, hits)))
 
 
 @cli.command()
@@ -440,7 +360,7 @@ def search(
 def get(memory: MemoryOS, item_id: str, user_id: str) -> None:
     """Show the current version of ITEM_ID."""
     item = memory.get(item_id, user_id=user_id)
-    _emit(item, _item_lines(item))
+    _emit(item, render.item_lines(item))
 
 
 @cli.command()
@@ -450,7 +370,7 @@ def get(memory: MemoryOS, item_id: str, user_id: str) -> None:
 def history(memory: MemoryOS, item_id: str, user_id: str) -> None:
     """Every version of ITEM_ID, oldest first: version, when, who, status, text."""
     versions = memory.history(item_id, user_id=user_id)
-    _emit(versions, _table(map(_version_row, versions)))
+    _emit(versions, render.table(map(render.version_row, versions)))
 
 
 @cli.command()
@@ -462,7 +382,7 @@ def history(memory: MemoryOS, item_id: str, user_id: str) -> None:
 def update(memory: MemoryOS, item_id: str, user_id: str, text: str, reason: str | None) -> None:
     """Write a new version of ITEM_ID with new text."""
     item = memory.update(item_id, user_id=user_id, text=text, reason=reason)
-    _emit(item, _item_lines(item))
+    _emit(item, render.item_lines(item))
 
 
 @cli.command()
@@ -477,72 +397,6 @@ def delete(memory: MemoryOS, item_id: str, user_id: str, reason: str | None) -> 
 
 
 # -- demo ------------------------------------------------------------------------------------
-
-_DEMO_USER = "demo"
-_DEMO_CUBE = "demo"
-_DEMO_SEARCHES: tuple[tuple[str, dict[str, str]], ...] = (
-    ("What is Maya's dog called?", {}),
-    ("When does Tomás start teaching?", {}),
-    ("What does Tomás teach now?", {"since": "2024-09-01"}),
-    ("米线", {}),
-)
-
-
-def _ingest_sample(memory: MemoryOS) -> list[list[str]]:
-    """Add the packaged sample conversation as user/cube ``demo``; the item ids, per session.
-
-    Idempotent: the user and cube are reused and the messages carry ids, so re-running is safe.
-    """
-    data = resources.files("memstrata").joinpath("data/sample_conversation.json")
-    sessions = json.loads(data.read_text(encoding="utf-8"))["sessions"]
-    with contextlib.suppress(AlreadyExists):
-        memory.create_user(_DEMO_USER, name="Demo user")
-    with contextlib.suppress(AlreadyExists):
-        memory.create_cube("Maya and Tomás", owner=_DEMO_USER, cube_id=_DEMO_CUBE)
-    ids = []
-    for session in sessions:
-        added = memory.add(
-            session["messages"],
-            user_id=_DEMO_USER,
-            cube_id=_DEMO_CUBE,
-            session_id=session["session_id"],
-        )
-        ids.append(added)
-    return ids
-
-
-def _demo_search(memory: MemoryOS, query: str, filters: dict[str, str]) -> dict[str, Any]:
-    hits = memory.search(query, user_id=_DEMO_USER, filters=filters, top_k=3)
-    return {"query": query, "filters": filters, "hits": hits}
-
-
-def _demo_lines(
-    kept: str | None, added: list[list[str]], results: list[dict[str, Any]]
-) -> list[str]:
-    count = sum(map(len, added))
-    where = kept or "a temporary database (removed afterwards)"
-    lines = [f"Added a sample conversation ({count} messages in {len(added)} sessions) to {where}."]
-    for result in results:
-        scope = "".join(f"  [{key} {value}]" for key, value in result["filters"].items())
-        lines += ["", f"search: {result['query']}{scope}"]
-        rows = (
-            (
-                f"{h.score:.4f}",
-                _who(h.item),
-                h.item.event_time.date().isoformat(),
-                _short(h.item.text),
-            )
-            for h in result["hits"]
-        )
-        lines += ["  " + line for line in _table(rows)]
-    again = f"--db {kept}" if kept else "--db demo.db"
-    return [*lines, "", f'Try: memstrata {again} search "Where did Maya go cycling?" --user demo']
-
-
-def _temporary_db(stack: contextlib.ExitStack) -> str:
-    """A database path in a new temporary directory, removed when ``stack`` closes."""
-    folder = stack.enter_context(tempfile.TemporaryDirectory(ignore_cleanup_errors=True))
-    return str(Path(folder) / "demo.db")
 
 
 @cli.command()
@@ -561,10 +415,16 @@ def demo(db_path: str | None) -> None:
     options = _options()
     kept = db_path or options.db
     with contextlib.ExitStack() as stack:
-        memory = stack.enter_context(options.open(kept or _temporary_db(stack)))
-        added = _ingest_sample(memory)
-        results = [_demo_search(memory, query, filters) for query, filters in _DEMO_SEARCHES]
-        _emit({"db": kept, "added": added, "searches": results}, _demo_lines(kept, added, results))
+        memory = stack.enter_context(options.open(kept or demo_module.temporary_db(stack)))
+        added = demo_module.ingest_sample(memory)
+        results = [
+            demo_module.demo_search(memory, query, filters)
+            for query, filters in demo_module.DEMO_SEARCHES
+        ]
+        _emit(
+            {"db": kept, "added": added, "searches": results},
+            demo_module.demo_lines(kept, added, results),
+        )
 
 
 def main(args: Sequence[str] | None = None) -> None:

@@ -1,0 +1,90 @@
+"""How the CLI shows things: aligned text lines, or JSON (pure functions, no I/O)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import fields, is_dataclass
+from datetime import datetime
+
+from memstrata.model import Cube, Hit, MemoryItem, User, Version
+
+TEXT_WIDTH = 100
+
+
+def to_json(value: object) -> str:
+    """``value`` as JSON: dataclasses as objects of their fields, datetimes as ISO 8601."""
+
+    def plain(obj: object) -> object:
+        if isinstance(obj, datetime):
+            return obj.isoformat()
+        if is_dataclass(obj) and not isinstance(obj, type):
+            return {f.name: getattr(obj, f.name) for f in fields(obj)}
+        raise TypeError(f"cannot render {type(obj).__name__} as JSON")
+
+    return json.dumps(value, default=plain, ensure_ascii=False, indent=2)
+
+
+def table(rows: Iterable[Sequence[str]]) -> list[str]:
+    """One line per row, every column but the last padded to its widest cell."""
+    grid = [list(row) for row in rows]
+    widths = [max(len(row[i]) for row in grid) for i in range(len(grid[0]) - 1)] if grid else []
+    return [
+        "  ".join([*(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)), row[-1]])
+        for row in grid
+    ]
+
+
+def iso(when: datetime) -> str:
+    return when.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def short(text: str, width: int = TEXT_WIDTH) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def user_row(user: User) -> tuple[str, ...]:
+    return (user.user_id, user.role, user.name or "-")
+
+
+def cube_row(cube: Cube) -> tuple[str, ...]:
+    return (cube.cube_id, cube.kind, cube.owner, cube.name)
+
+
+def who(item: MemoryItem) -> str:
+    return item.speaker or item.role or "-"
+
+
+def hit_row(hit: Hit) -> tuple[str, ...]:
+    item = hit.item
+    return (f"{hit.score:.4f}", item.id, iso(item.event_time), who(item), short(item.text))
+
+
+def version_row(version: Version) -> tuple[str, ...]:
+    text = short(version.item.text) + (f"  ({version.reason})" if version.reason else "")
+    return (
+        f"v{version.version}",
+        iso(version.at),
+        version.actor or "-",
+        version.item.status,
+        text,
+    )
+
+
+def item_lines(item: MemoryItem) -> list[str]:
+    shown = {
+        "id": item.id,
+        "cube": item.cube_id,
+        "version": str(item.version),
+        "status": item.status,
+        "tier/type": f"{item.tier}/{item.type}",
+        "session": item.session_id,
+        "speaker": item.speaker,
+        "role": item.role,
+        "when": iso(item.event_time),
+        "updated": iso(item.updated_at),
+        "metadata": json.dumps(item.metadata, ensure_ascii=False) if item.metadata else None,
+        "text": item.text,
+    }
+    return table((f"{key}:", value) for key, value in shown.items() if value is not None)
