@@ -63,6 +63,12 @@ class Settings:
     search_candidates: int = field(
         default=50, metadata=_help("candidates per channel before fusion (at least 2×top_k)")
     )
+    keyword_max_postings: int = field(
+        default=5000,
+        metadata=_help(
+            "keyword channel cost cap: the rarest query terms are kept up to this many matches"
+        ),
+    )
     keyword_weight: float = field(default=1.0, metadata=_help("weight of the BM25 channel"))
     dense_weight: float = field(default=1.0, metadata=_help("weight of the vector channel"))
 

@@ -80,7 +80,11 @@ class MemoryOS:
         settings = Settings.from_mapping(
             {**vars(base), **{k: v for k, v in given.items() if v is not None}}
         )
-        store = SQLiteStore(settings.db, busy_timeout_ms=settings.busy_timeout_ms)
+        store = SQLiteStore(
+            settings.db,
+            busy_timeout_ms=settings.busy_timeout_ms,
+            keyword_max_postings=settings.keyword_max_postings,
+        )
         try:
             chosen = settings.embedder or store.get_meta("embedder") or _DEFAULT_EMBEDDER
             if isinstance(embedder, Embedder):

@@ -55,9 +55,11 @@ def query_terms(query: str) -> list[str]:
     return content or unique
 
 
-def match_expression(query: str) -> str | None:
-    """An FTS5 MATCH expression (terms OR-ed, each quoted), or None when the query has no terms."""
-    terms = query_terms(query)
-    if not terms:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+def phrase(text: str) -> str:
+    """``text`` as one quoted FTS5 phrase (never parsed as query syntax)."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def any_of(phrases: list[str]) -> str:
+    """An FTS5 expression matching any of ``phrases``."""
+    return "(" + " OR ".join(map(phrase, phrases)) + ")"

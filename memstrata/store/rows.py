@@ -37,7 +37,8 @@ def dumps(value: Any) -> str:
 
 def item_to_row(item: MemoryItem) -> tuple[Any, ...]:
     """Values for ``ITEM_COLUMNS``."""
-    return tuple(item_to_dict(item)[c] for c in ITEM_COLUMNS)
+    values = item_to_dict(item)
+    return tuple(values[c] for c in ITEM_COLUMNS)
 
 
 def item_to_dict(item: MemoryItem) -> dict[str, Any]:

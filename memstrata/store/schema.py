@@ -181,7 +181,9 @@ CREATE TABLE vectors (
     embedder TEXT NOT NULL,
     vector BLOB NOT NULL
 );
-CREATE VIRTUAL TABLE items_fts USING fts5 (body, tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE items_fts USING fts5 (
+    body, cube, tokenize = 'porter unicode61 remove_diacritics 2'
+);
 CREATE TABLE events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     at REAL NOT NULL,

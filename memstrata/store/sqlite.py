@@ -43,7 +43,7 @@ from memstrata.model import (
     utcnow,
 )
 from memstrata.retrieval.filters import Filters
-from memstrata.retrieval.text import index_text, match_expression
+from memstrata.retrieval.text import any_of, index_text, phrase, query_terms
 from memstrata.store import rows, schema
 from memstrata.store.base import Scored, Vectors
 from memstrata.store.vectors import VectorCache
@@ -92,9 +92,15 @@ class SQLiteStore:
     """``Store`` over one SQLite file.  Thread-safe; safe to share a file between processes."""
 
     def __init__(
-        self, path: str | Path, *, busy_timeout_ms: int = 10000, synchronous: str = "FULL"
+        self,
+        path: str | Path,
+        *,
+        busy_timeout_ms: int = 10000,
+        synchronous: str = "FULL",
+        keyword_max_postings: int = 5000,
     ) -> None:
         self.path = str(path)
+        self._max_postings = keyword_max_postings
         self._busy_timeout_ms = busy_timeout_ms
         self._synchronous = synchronous
         self._lock = threading.RLock()
@@ -298,7 +304,7 @@ class SQLiteStore:
         self, conn: sqlite3.Connection, item: MemoryItem, vector: Any, embedder: str, seq: int
     ) -> None:
         rid = conn.execute(_ITEM_INSERT, (*rows.item_to_row(item), seq)).lastrowid
-        conn.execute("INSERT INTO items_fts (rowid, body) VALUES (?, ?)", (rid, fts_body(item)))
+        _index(conn, rid, item)
         conn.execute(
             "INSERT INTO vectors (rid, embedder, vector) VALUES (?, ?, ?)",
             (rid, embedder, np.asarray(vector, np.float32).tobytes()),
@@ -332,9 +338,7 @@ class SQLiteStore:
             conn.execute(_ITEM_UPDATE, (*rows.item_to_row(new), seq, row["rid"]))
             if fts_body(new) != fts_body(old):
                 conn.execute("DELETE FROM items_fts WHERE rowid = ?", (row["rid"],))
-                conn.execute(
-                    "INSERT INTO items_fts (rowid, body) VALUES (?, ?)", (row["rid"], fts_body(new))
-                )
+                _index(conn, row["rid"], new)
             if vector is not None:
                 conn.execute(
                     "UPDATE vectors SET vector = ? WHERE rid = ?",
@@ -415,18 +419,51 @@ class SQLiteStore:
     def keyword_search(
         self, query: str, cube_ids: Sequence[str], filters: Filters, limit: int
     ) -> list[Scored]:
-        expression = match_expression(query)
-        if expression is None or not cube_ids:
+        """BM25 over the item text, restricted to ``cube_ids`` inside the full-text index.
+
+        Cost grows with the postings a query touches, so only the query's rarest terms are
+        kept, up to ``keyword_max_postings`` matches in these cubes (always at least one term):
+        the common terms dropped carry the least BM25 weight, and the dense channel still sees
+        the whole query.
+        """
+        if not cube_ids:
             return []
+        scope = f"cube : {any_of(list(cube_ids))}"
+        terms = self._rarest_terms(scope, query_terms(query))
+        if not terms:
+            return []
+        expression = f"{scope} AND body : {any_of(terms)}"
         where, params = filter_sql(filters)
         sql = (
-            "SELECT i.id, bm25(items_fts) AS score FROM items_fts "
-            "JOIN items i ON i.rid = items_fts.rowid "
-            f"WHERE items_fts MATCH ? AND i.cube_id IN ({', '.join('?' * len(cube_ids))}) "
-            f"AND {where} ORDER BY score LIMIT ?"
+            "SELECT i.id, f.score FROM (SELECT rowid, bm25(items_fts, 1.0, 0.0) AS score "
+            "FROM items_fts WHERE items_fts MATCH ? ORDER BY score LIMIT ?) AS f "
+            f"JOIN items i ON i.rid = f.rowid WHERE {where} ORDER BY f.score LIMIT ?"
         )
-        cursor = self._read().execute(sql, [expression, *cube_ids, *params, limit])
-        return [(r[0], -float(r[1])) for r in cursor]
+        conn = self._read()
+        # Rank in the index first and filter a few times ``limit`` rows; only when filters
+        # reject too many is every match joined and filtered.
+        found = conn.execute(sql, [expression, 4 * limit, *params, limit]).fetchall()
+        if len(found) < limit:
+            found = conn.execute(sql, [expression, -1, *params, limit]).fetchall()
+        return [(r[0], -float(r[1])) for r in found]
+
+    def _rarest_terms(self, scope: str, terms: list[str]) -> list[str]:
+        """``terms`` found in ``scope``, rarest first, within the postings budget."""
+        counted = []
+        for term in terms:
+            sql = "SELECT count(*) FROM items_fts WHERE items_fts MATCH ?"
+            count = self._read().execute(sql, (f"{scope} AND body : {phrase(term)}",)).fetchone()[0]
+            if count:
+                counted.append((count, term))
+        counted.sort()
+        kept: list[str] = []
+        total = 0
+        for count, term in counted:
+            if kept and total + count > self._max_postings:
+                break
+            kept.append(term)
+            total += count
+        return kept
 
     def vector_search(
         self, vector: Vectors, cube_ids: Sequence[str], filters: Filters, limit: int
@@ -462,6 +499,13 @@ def _epoch(seconds: float) -> datetime:
     when = from_epoch(seconds)
     assert when is not None  # a NOT NULL column
     return when
+
+
+def _index(conn: sqlite3.Connection, rid: int | None, item: MemoryItem) -> None:
+    conn.execute(
+        "INSERT INTO items_fts (rowid, body, cube) VALUES (?, ?, ?)",
+        (rid, fts_body(item), item.cube_id),
+    )
 
 
 def _next_seq(conn: sqlite3.Connection, count: int) -> int:

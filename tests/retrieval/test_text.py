@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from memstrata.retrieval.text import index_text, match_expression, query_terms
+from memstrata.retrieval.text import any_of, index_text, phrase, query_terms
 
 
 def test_cjk_runs_are_indexed_as_characters_and_bigrams() -> None:
@@ -18,6 +18,7 @@ def test_query_cjk_becomes_bigrams_and_english_drops_stopwords() -> None:
     assert query_terms("Maya's dog") == ["maya", "dog"]
 
 
-def test_match_expression_quotes_terms_and_handles_empty() -> None:
-    assert match_expression('say "hi" NEAR(xy)') == '"say" OR "hi" OR "near" OR "xy"'
-    assert match_expression("?!") is None
+def test_phrases_are_quoted_so_query_syntax_is_inert() -> None:
+    assert phrase('say "hi"') == '"say ""hi"""'
+    assert any_of(["a-b", "NEAR(x)"]) == '("a-b" OR "NEAR(x)")'
+    assert query_terms("?!") == []
