@@ -66,3 +66,29 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SchemaTooNew, match="schema version 99") as info:
         SQLiteStore(path)
     assert "upgrade memstrata" in str(info.value)
+
+
+def test_keyword_channel_keeps_the_rarest_terms_within_its_budget(tmp_path: Path) -> None:
+    import numpy as np
+
+    from memstrata.model import Cube, MemoryItem, User, new_id
+    from memstrata.retrieval.filters import Filters
+
+    store = SQLiteStore(tmp_path / "b.db", keyword_max_postings=3)
+    try:
+        store.put_user(User("u"))
+        for cube in ("a", "b"):
+            store.put_cube(Cube(cube, cube, owner="u"))
+        texts = ["common rare", "common one", "common two", "common three"]
+        items = [MemoryItem(id=new_id(), cube_id="a", text=t) for t in texts]
+        items.append(MemoryItem(id=new_id(), cube_id="b", text="rare in b"))
+        store.add_items(items, np.ones((5, 4), np.float32), "m/4")
+        # "common" has 4 matches in cube a: over the budget once "rare" (1) is kept
+        hits = store.keyword_search("common rare", ["a"], Filters(), 10)
+        assert [i for i, _ in hits] == [items[0].id]
+        # alone, a term over the budget is still searched
+        assert len(store.keyword_search("common", ["a"], Filters(), 10)) == 4
+        # cube b's copy of "rare" neither counts against cube a nor shows up there
+        assert len(store.keyword_search("rare", ["a", "b"], Filters(), 10)) == 2
+    finally:
+        store.close()
