@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from memstrata.config import Settings
-from memstrata.embed import Embedder, fingerprint, make_embedder
+from memstrata.embed import Closeable, Embedder, fingerprint, make_embedder
 from memstrata.errors import (
     ConflictError,
     CubeNotFound,
@@ -53,10 +53,13 @@ MAX_TOP_K = 1000
 class MemoryOS:
     """Long-term memory for agents: users, cubes, grants, add, search, get, update, history."""
 
-    def __init__(self, store: Store, embedder: Embedder, settings: Settings) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder, settings: Settings, *, owns_embedder: bool = False
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
+        self._owns_embedder = owns_embedder
 
     @classmethod
     def open(
@@ -97,10 +100,14 @@ class MemoryOS:
         except BaseException:
             store.close()
             raise
-        return cls(store, instance, replace(settings, embedder=chosen))
+        owns = not isinstance(embedder, Embedder)
+        return cls(store, instance, replace(settings, embedder=chosen), owns_embedder=owns)
 
     def close(self) -> None:
+        """Close the store, and the embedder if ``open`` made it."""
         self.store.close()
+        if self._owns_embedder and isinstance(self.embedder, Closeable):
+            self.embedder.close()
 
     def __enter__(self) -> MemoryOS:
         return self

@@ -10,10 +10,10 @@ import importlib
 from collections.abc import Callable
 
 from memstrata.config import Settings
-from memstrata.embed.base import Embedder, Vectors, fingerprint
+from memstrata.embed.base import Closeable, Embedder, Vectors, fingerprint
 from memstrata.errors import ConfigurationError
 
-__all__ = ["EMBEDDERS", "Embedder", "Vectors", "fingerprint", "make_embedder"]
+__all__ = ["EMBEDDERS", "Closeable", "Embedder", "Vectors", "fingerprint", "make_embedder"]
 
 #: Registry names, the default (``e5``) first.
 EMBEDDERS = ("e5", "use", "minilm", "openai")

@@ -54,6 +54,13 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> Vectors: ...
 
 
+@runtime_checkable
+class Closeable(Protocol):
+    """An embedder holding resources (connections) to release when its owner closes."""
+
+    def close(self) -> None: ...
+
+
 def fingerprint(embedder: Embedder) -> str:
     """The string a cube records: ``model_id/dim``."""
     return f"{embedder.model_id}/{embedder.dim}"
