@@ -472,7 +472,8 @@ class SQLiteStore:
         for cube_id in cube_ids:
             cube = self._vectors.refreshed(cube_id, self._changed_rows)
             allowed = self._metadata_matches(cube_id, filters) if filters.metadata else None
-            found.extend(cube.search(vector, filters, limit, allowed))
+            with self._vectors.single_threaded():
+                found.extend(cube.search(vector, filters, limit, allowed))
         found.sort(key=lambda hit: -hit[1])
         return found[:limit]
 
