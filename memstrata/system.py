@@ -77,11 +77,14 @@ class MemoryOS:
         keyword arguments override ``Settings`` fields.  Raises ``NotOurDatabase`` or
         ``SchemaTooNew`` for files it must not touch.
         """
+        # An instance is told apart from a name without isinstance(…, Embedder): on Python
+        # 3.11 that would evaluate ``dim``, which for a remote embedder is a request.
+        given = None if embedder is None or isinstance(embedder, str) else embedder
         name = embedder if isinstance(embedder, str) else None
         base = settings or Settings.load()
-        given = {"db": path, "embedder": name, **overrides}
+        overrides = {"db": path, "embedder": name, **overrides}
         settings = Settings.from_mapping(
-            {**vars(base), **{k: v for k, v in given.items() if v is not None}}
+            {**vars(base), **{k: v for k, v in overrides.items() if v is not None}}
         )
         store = SQLiteStore(
             settings.db,
@@ -89,19 +92,16 @@ class MemoryOS:
             keyword_max_postings=settings.keyword_max_postings,
         )
         try:
-            chosen = settings.embedder or store.get_meta("embedder") or _DEFAULT_EMBEDDER
-            if isinstance(embedder, Embedder):
-                chosen = embedder.name
-            if store.get_meta("embedder") is None:
+            recorded = store.get_meta("embedder")
+            chosen = given.name if given else settings.embedder or recorded or _DEFAULT_EMBEDDER
+            instance = given or make_embedder(chosen, settings)
+            if recorded is None:
                 store.set_meta("embedder", chosen)
-            instance = (
-                embedder if isinstance(embedder, Embedder) else make_embedder(chosen, settings)
-            )
         except BaseException:
             store.close()
             raise
-        owns = not isinstance(embedder, Embedder)
-        return cls(store, instance, replace(settings, embedder=chosen), owns_embedder=owns)
+        settings = replace(settings, embedder=chosen)
+        return cls(store, instance, settings, owns_embedder=given is None)
 
     def close(self) -> None:
         """Close the store, and the embedder if ``open`` made it."""

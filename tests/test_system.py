@@ -276,3 +276,28 @@ def test_two_processes_share_one_file(mos: MemoryOS, alice_cube: str, db_path: P
     assert "dense" in hits[0].ranks and "keyword" in hits[0].ranks
     all_hits = mos.search("note", user_id="alice", top_k=100)
     assert len(all_hits) == 41
+
+
+def test_unknown_embedder_is_a_configuration_error_that_records_nothing(db_path: Path) -> None:
+    from memstrata.errors import ConfigurationError
+    from memstrata.store.sqlite import SQLiteStore
+
+    with pytest.raises(ConfigurationError, match="unknown embedder"):
+        MemoryOS.open(str(db_path), embedder="word2vec")
+    store = SQLiteStore(db_path)
+    try:
+        assert store.get_meta("embedder") is None
+    finally:
+        store.close()
+
+
+def test_an_embedder_instance_is_used_and_left_open(db_path: Path) -> None:
+    from memstrata.config import Settings
+    from memstrata.embed import make_embedder
+
+    embedder = make_embedder("use", Settings())
+    with MemoryOS.open(str(db_path), embedder=embedder) as m:
+        assert m.embedder is embedder and m.settings.embedder == "use"
+        m.create_user("u")
+        cube = m.create_cube("c", owner="u")
+        assert cube.embedder is not None and cube.embedder.endswith("/512")
