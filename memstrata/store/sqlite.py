@@ -105,6 +105,7 @@ class SQLiteStore:
         self._synchronous = synchronous
         self._lock = threading.RLock()
         self._depth = 0
+        self._writing_thread: int | None = None
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._vectors = VectorCache()
@@ -149,13 +150,13 @@ class SQLiteStore:
             conn.close()
             raise SchemaTooNew(self.path, found, schema.LATEST)
         if found < schema.LATEST:
-            with self._write() as tx:
+            with self.transaction() as tx:
                 tx.execute(f"PRAGMA application_id = {schema.APPLICATION_ID}")
                 schema.migrate(tx)
 
-    def _read(self) -> sqlite3.Connection:
+    def reader(self) -> sqlite3.Connection:
         """This thread's read connection (the writer's, inside a write transaction)."""
-        if self._depth and self._lock._is_owned():  # type: ignore[attr-defined]
+        if self._writing_thread == threading.get_ident():
             return self._writer
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
@@ -166,7 +167,7 @@ class SQLiteStore:
         return conn
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (nested uses join the outer one); commits before returning."""
         with self._lock:
             conn = self._writer
@@ -178,6 +179,7 @@ class SQLiteStore:
                     self._depth -= 1
                 return
             self._depth = 1
+            self._writing_thread = threading.get_ident()
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -192,6 +194,7 @@ class SQLiteStore:
                 raise StorageError(f"write to {self.path} failed: {exc}") from exc
             finally:
                 self._depth = 0
+                self._writing_thread = None
 
     def close(self) -> None:
         with self._lock:
@@ -202,17 +205,17 @@ class SQLiteStore:
     # -- meta --------------------------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None:
-        row = self._read().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self.reader().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
     def set_meta(self, key: str, value: str) -> None:
-        with self._write() as conn:
+        with self.transaction() as conn:
             conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
     # -- principals --------------------------------------------------------------------------
 
     def put_user(self, user: User) -> None:
-        with self._write() as conn:
+        with self.transaction() as conn:
             try:
                 conn.execute(
                     f"INSERT INTO users ({_USER_COLS}) VALUES (?, ?, ?, ?)",
@@ -224,15 +227,15 @@ class SQLiteStore:
 
     def get_user(self, user_id: str) -> User | None:
         sql = f"SELECT {_USER_COLS} FROM users WHERE user_id = ?"
-        row = self._read().execute(sql, (user_id,)).fetchone()
+        row = self.reader().execute(sql, (user_id,)).fetchone()
         return None if row is None else rows.user_from_row(row)
 
     def list_users(self) -> list[User]:
         sql = f"SELECT {_USER_COLS} FROM users ORDER BY created_at, user_id"
-        return [rows.user_from_row(r) for r in self._read().execute(sql)]
+        return [rows.user_from_row(r) for r in self.reader().execute(sql)]
 
     def put_cube(self, cube: Cube) -> None:
-        with self._write() as conn:
+        with self.transaction() as conn:
             try:
                 conn.execute(
                     f"INSERT INTO cubes ({_CUBE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -246,7 +249,7 @@ class SQLiteStore:
 
     def get_cube(self, cube_id: str) -> Cube | None:
         sql = f"SELECT {_CUBE_COLS} FROM cubes WHERE cube_id = ?"
-        row = self._read().execute(sql, (cube_id,)).fetchone()
+        row = self.reader().execute(sql, (cube_id,)).fetchone()
         return None if row is None else rows.cube_from_row(row)
 
     def list_cubes(self, user_id: str) -> list[Cube]:
@@ -255,10 +258,10 @@ class SQLiteStore:
             "JOIN grants g ON g.cube_id = c.cube_id WHERE g.user_id = ? "
             "ORDER BY c.created_at, c.cube_id"
         )
-        return [rows.cube_from_row(r) for r in self._read().execute(sql, (user_id,))]
+        return [rows.cube_from_row(r) for r in self.reader().execute(sql, (user_id,))]
 
     def put_grant(self, grant: Grant) -> None:
-        with self._write() as conn:
+        with self.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO grants (cube_id, user_id, permission, granted_by, "
                 "granted_at) VALUES (?, ?, ?, ?, ?)",
@@ -270,7 +273,7 @@ class SQLiteStore:
 
     def permission(self, cube_id: str, user_id: str) -> str | None:
         row = (
-            self._read()
+            self.reader()
             .execute(
                 "SELECT permission FROM grants WHERE cube_id = ? AND user_id = ?",
                 (cube_id, user_id),
@@ -282,7 +285,7 @@ class SQLiteStore:
     # -- items -------------------------------------------------------------------------------
 
     def add_items(self, items: Sequence[MemoryItem], vectors: Vectors, embedder: str) -> list[str]:
-        with self._write() as conn:
+        with self.transaction() as conn:
             ids: list[str] = []
             fresh: list[tuple[MemoryItem, Any]] = []
             seen: dict[tuple[str, str], tuple[str, str]] = {}
@@ -322,7 +325,7 @@ class SQLiteStore:
         actor: str | None,
         reason: str | None = None,
     ) -> MemoryItem:
-        with self._write() as conn:
+        with self.transaction() as conn:
             row = conn.execute("SELECT * FROM items WHERE id = ?", (item.id,)).fetchone()
             if row is None:
                 raise ItemNotFound(item.id)
@@ -357,7 +360,7 @@ class SQLiteStore:
         for start in range(0, len(item_ids), 500):
             chunk = list(item_ids[start : start + 500])
             sql = f"SELECT * FROM items WHERE id IN ({', '.join('?' * len(chunk))})"
-            for row in self._read().execute(sql, chunk):
+            for row in self.reader().execute(sql, chunk):
                 found[row["id"]] = rows.item_from_dict(row)
         return [found[i] for i in item_ids if i in found]
 
@@ -368,7 +371,7 @@ class SQLiteStore:
         )
         return [
             Version(r[0], rows.item_from_dict(json.loads(r[1])), _epoch(r[2]), r[3], r[4])
-            for r in self._read().execute(sql, (item_id,))
+            for r in self.reader().execute(sql, (item_id,))
         ]
 
     def events(
@@ -382,10 +385,10 @@ class SQLiteStore:
             clauses.append("item_id = ?")
             params.append(item_id)
         sql = f"SELECT {_EVENT_COLS} FROM events WHERE {' AND '.join(clauses)} ORDER BY seq LIMIT ?"
-        return [rows.event_from_row(r) for r in self._read().execute(sql, [*params, limit])]
+        return [rows.event_from_row(r) for r in self.reader().execute(sql, [*params, limit])]
 
     def iter_items(self, cube_id: str) -> Iterator[MemoryItem]:
-        cursor = self._read().execute(
+        cursor = self.reader().execute(
             "SELECT i.* FROM items i JOIN vectors v ON v.rid = i.rid "
             "WHERE i.cube_id = ? ORDER BY i.id",
             (cube_id,),
@@ -396,7 +399,7 @@ class SQLiteStore:
     def replace_vectors(
         self, cube_id: str, item_ids: Sequence[str], vectors: Vectors, embedder: str
     ) -> None:
-        with self._write() as conn:
+        with self.transaction() as conn:
             last = _next_seq(conn, len(item_ids))
             for offset, (item_id, vector) in enumerate(zip(item_ids, vectors, strict=True)):
                 rid = conn.execute(
@@ -439,7 +442,7 @@ class SQLiteStore:
             "FROM items_fts WHERE items_fts MATCH ? ORDER BY score LIMIT ?) AS f "
             f"JOIN items i ON i.rid = f.rowid WHERE {where} ORDER BY f.score LIMIT ?"
         )
-        conn = self._read()
+        conn = self.reader()
         # Rank in the index first and filter a few times ``limit`` rows; only when filters
         # reject too many is every match joined and filtered.
         found = conn.execute(sql, [expression, 4 * limit, *params, limit]).fetchall()
@@ -452,7 +455,9 @@ class SQLiteStore:
         counted = []
         for term in terms:
             sql = "SELECT count(*) FROM items_fts WHERE items_fts MATCH ?"
-            count = self._read().execute(sql, (f"{scope} AND body : {phrase(term)}",)).fetchone()[0]
+            count = (
+                self.reader().execute(sql, (f"{scope} AND body : {phrase(term)}",)).fetchone()[0]
+            )
             if count:
                 counted.append((count, term))
         counted.sort()
@@ -478,7 +483,7 @@ class SQLiteStore:
         return found[:limit]
 
     def _changed_rows(self, cube_id: str, since_seq: int) -> Iterator[tuple[Any, ...]]:
-        cursor = self._read().execute(
+        cursor = self.reader().execute(
             "SELECT i.id, i.seq, i.status, i.tier, i.type, i.session_id, i.event_time, v.vector "
             "FROM items i LEFT JOIN vectors v ON v.rid = i.rid "
             "WHERE i.cube_id = ? AND i.seq > ? ORDER BY i.seq",
@@ -490,7 +495,7 @@ class SQLiteStore:
     def _metadata_matches(self, cube_id: str, filters: Filters) -> list[str]:
         where, params = filter_sql(Filters(statuses=filters.statuses, metadata=filters.metadata))
         sql = f"SELECT i.id FROM items i WHERE i.cube_id = ? AND {where}"
-        return [r[0] for r in self._read().execute(sql, [cube_id, *params])]
+        return [r[0] for r in self.reader().execute(sql, [cube_id, *params])]
 
 
 # -- helpers (all run inside a write transaction) -------------------------------------------
