@@ -44,6 +44,7 @@ from memstrata.retrieval.filters import Filters, parse_filters
 from memstrata.retrieval.search import embedding_text, hybrid_search
 from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore
+from memstrata.tiers.settings import TierSettings
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 _DEFAULT_EMBEDDER = "e5"
@@ -151,7 +152,12 @@ class MemoryOS:
         kind: str = "user",
         settings: Mapping[str, Any] | None = None,
     ) -> Cube:
-        """Create a cube owned (with ``admin``) by ``owner``; its vectors use this embedder."""
+        """Create a cube owned (with ``admin``) by ``owner``; its vectors use this embedder.
+
+        ``settings`` are the tier settings of ``memstrata.tiers.settings.TierSettings`` (the
+        defaults fill what is missing); an unknown key or a value out of range is a
+        ``ValidationError`` naming the allowed range.
+        """
         self.get_user(owner)
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("cube name must be a non-empty string")
@@ -159,12 +165,13 @@ class MemoryOS:
             _check_id(cube_id, "cube_id")
         if kind not in CUBE_KINDS:
             raise ValidationError(f"cube kind {kind!r} is not one of {', '.join(CUBE_KINDS)}")
+        tiers = TierSettings.parse(settings)
         cube = Cube(
             cube_id=cube_id or new_id(),
             name=name,
             owner=owner,
             kind=kind,  # type: ignore[arg-type]
-            settings=dict(settings or {}),
+            settings=tiers.as_dict(),
             embedder=fingerprint(self.embedder),
         )
         self.store.put_cube(cube)

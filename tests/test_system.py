@@ -204,6 +204,8 @@ BAD_CALLS = {
     "duplicate cube": lambda m: m.create_cube("again", owner="alice", cube_id="notes"),
     "cube for unknown owner": lambda m: m.create_cube("c", owner="nobody"),
     "empty cube name": lambda m: m.create_cube(" ", owner="alice"),
+    "negative capacity": lambda m: m.create_cube("c", owner="alice",
+                                                 settings={"working_capacity": -5}),
     "bad permission": lambda m: m.grant("notes", "bob", "root", by="alice"),
     "grant to unknown user": lambda m: m.grant("notes", "nobody", "read", by="alice"),
 }  # fmt: skip
