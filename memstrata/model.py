@@ -171,6 +171,8 @@ class MemoryItem:
     last_accessed_at: datetime | None = None
     heat: float | None = None
     sources: list[Source] = field(default_factory=list)
+    #: for a mid-tier page (a turn moved out of the working tier): the segment it belongs to
+    segment_id: str | None = None
 
 
 @dataclass(frozen=True)

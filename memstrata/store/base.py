@@ -13,7 +13,7 @@ Contract shared by all methods:
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -79,6 +79,29 @@ class ItemStore(Protocol):
 
     def get_items(self, item_ids: Sequence[str]) -> list[MemoryItem]:
         """The items with these ids, in the given order; unknown ids are left out."""
+
+    def list_items(
+        self,
+        cube_id: str,
+        filters: Filters,
+        *,
+        order: Literal["event_time", "heat"] = "event_time",
+        descending: bool = False,
+        limit: int | None = None,
+    ) -> list[MemoryItem]:
+        """A cube's items passing ``filters``, by ``order`` then id (ascending by default)."""
+
+    def count_items(self, cube_id: str, filters: Filters) -> int: ...
+
+    def overflowing_turns(self, cube_id: str, capacity: int) -> list[MemoryItem]:
+        """Working-tier turns beyond the newest ``capacity`` of their session, oldest first.
+
+        Items without a session form one session of their own.
+        """
+
+    def get_vectors(self, item_ids: Sequence[str]) -> Vectors:
+        """The stored vectors of these items, one row each in order; ``ItemNotFound`` if any
+        has none."""
 
     def versions(self, item_id: str) -> list[Version]:
         """Every version of an item, oldest first."""

@@ -25,7 +25,7 @@ ITEM_COLUMNS = (
     "id", "cube_id", "version", "tier", "type", "status", "session_id", "user_id", "agent_id",
     "role", "speaker", "text", "key", "keywords", "tags", "metadata", "external_id", "event_time",
     "created_at", "updated_at", "valid_from", "valid_to", "merged_into", "confidence", "pinned",
-    "access_count", "last_accessed_at", "heat", "sources",
+    "access_count", "last_accessed_at", "heat", "sources", "segment_id",
 )  # fmt: skip
 _TIMES = ("event_time", "created_at", "updated_at", "valid_from", "valid_to", "last_accessed_at")
 _JSON = ("keywords", "tags", "metadata")
@@ -86,6 +86,8 @@ def item_from_dict(row: dict[str, Any] | Any) -> MemoryItem:
         last_accessed_at=from_epoch(get("last_accessed_at")),
         heat=get("heat"),
         sources=[Source.from_dict(s) for s in json.loads(get("sources"))],
+        # absent from version snapshots written before schema 2; on a sqlite3.Row, "in" tests values
+        segment_id=get("segment_id") if "segment_id" in row.keys() else None,  # noqa: SIM118
     )
 
 

@@ -51,6 +51,13 @@ def _run_script(conn: sqlite3.Connection, script: str) -> None:
         conn.execute(statement)
 
 
+@migration(2, "page segments")
+def _v2(conn: sqlite3.Connection) -> None:
+    # A mid-tier page points at its segment (the segment lists its pages in ``sources``).
+    conn.execute("ALTER TABLE items ADD COLUMN segment_id TEXT")
+    conn.execute("CREATE INDEX items_cube_segment ON items (cube_id, segment_id)")
+
+
 LATEST = max(_MIGRATIONS)
 
 

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from memstrata.errors import (
     StorageError,
 )
 from memstrata.model import (
+    SEARCHABLE_STATUSES,
     Cube,
     Event,
     Grant,
@@ -363,6 +364,55 @@ class SQLiteStore:
             for row in self.reader().execute(sql, chunk):
                 found[row["id"]] = rows.item_from_dict(row)
         return [found[i] for i in item_ids if i in found]
+
+    def list_items(
+        self,
+        cube_id: str,
+        filters: Filters,
+        *,
+        order: Literal["event_time", "heat"] = "event_time",
+        descending: bool = False,
+        limit: int | None = None,
+    ) -> list[MemoryItem]:
+        where, params = filter_sql(filters)
+        direction = "DESC" if descending else "ASC"
+        sql = (
+            f"SELECT i.* FROM items i WHERE i.cube_id = ? AND {where} "
+            f"ORDER BY i.{order} {direction}, i.id {direction} LIMIT ?"
+        )
+        cursor = self.reader().execute(sql, [cube_id, *params, -1 if limit is None else limit])
+        return [rows.item_from_dict(r) for r in cursor]
+
+    def count_items(self, cube_id: str, filters: Filters) -> int:
+        where, params = filter_sql(filters)
+        sql = f"SELECT count(*) FROM items i WHERE i.cube_id = ? AND {where}"
+        return int(self.reader().execute(sql, [cube_id, *params]).fetchone()[0])
+
+    def overflowing_turns(self, cube_id: str, capacity: int) -> list[MemoryItem]:
+        live = ", ".join(f"'{s}'" for s in SEARCHABLE_STATUSES)
+        sql = (
+            "SELECT * FROM (SELECT i.*, ROW_NUMBER() OVER (PARTITION BY i.session_id "
+            "ORDER BY i.event_time DESC, i.id DESC) AS newest FROM items i "
+            "WHERE i.cube_id = ? AND i.tier = 'working' AND i.type = 'turn' "
+            f"AND i.status IN ({live})) WHERE newest > ? ORDER BY event_time, id"
+        )
+        return [rows.item_from_dict(r) for r in self.reader().execute(sql, (cube_id, capacity))]
+
+    def get_vectors(self, item_ids: Sequence[str]) -> Vectors:
+        found: dict[str, bytes] = {}
+        for start in range(0, len(item_ids), 500):
+            chunk = list(item_ids[start : start + 500])
+            sql = (
+                "SELECT i.id, v.vector FROM items i JOIN vectors v ON v.rid = i.rid "
+                f"WHERE i.id IN ({', '.join('?' * len(chunk))})"
+            )
+            found.update((r[0], r[1]) for r in self.reader().execute(sql, chunk))
+        missing = [i for i in item_ids if i not in found]
+        if missing:
+            raise ItemNotFound(missing[0])
+        if not item_ids:
+            return np.zeros((0, 0), np.float32)
+        return np.stack([np.frombuffer(found[i], dtype=np.float32) for i in item_ids])
 
     def versions(self, item_id: str) -> list[Version]:
         sql = (

@@ -228,3 +228,39 @@ def test_failed_write_is_rolled_back(store: Store) -> None:
     with pytest.raises((StorageError, ValueError)):
         store.add_items([bad], np.zeros((2, DIM), np.float32), FP)  # one item, two vectors
     assert list(store.iter_items("c1")) == []
+
+
+def test_list_count_and_overflowing_turns(store: Store) -> None:
+    t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+    def turn(i: int, session: str | None, **extra: object) -> tuple[MemoryItem, np.ndarray]:
+        when = t0.replace(day=1 + i)
+        return item(f"turn {i}", session_id=session, event_time=when, **extra), unit(i % DIM)
+
+    ids = add(
+        store,
+        *[turn(i, "s1") for i in range(5)],
+        *[turn(i, None) for i in range(5, 8)],
+        turn(8, "s2", tier="mid"),
+        turn(9, "s1", heat=7.0, type="segment", tier="mid"),
+    )
+    working = Filters(tiers=("working",))
+    assert store.count_items("c1", working) == 8
+    listed = store.list_items("c1", working, limit=3)
+    assert [i.id for i in listed] == ids[:3]
+    newest = store.list_items("c1", working, descending=True, limit=1)
+    assert [i.id for i in newest] == [ids[7]]
+    by_heat = store.list_items("c1", Filters(types=("segment",)), order="heat")
+    assert [i.id for i in by_heat] == [ids[9]]
+    # keep the newest 2 of each session: s1 sheds 3, the no-session group sheds 1
+    overflow = store.overflowing_turns("c1", 2)
+    assert [i.id for i in overflow] == [ids[0], ids[1], ids[2], ids[5]]
+    assert store.overflowing_turns("c1", 10) == []
+
+
+def test_get_vectors_in_order(store: Store) -> None:
+    ids = add(store, (item("a"), unit(0)), (item("b"), unit(1)))
+    vectors = store.get_vectors([ids[1], ids[0]])
+    assert np.allclose(vectors, np.stack([unit(1), unit(0)]))
+    with pytest.raises(ItemNotFound):
+        store.get_vectors([ids[0], "missing"])

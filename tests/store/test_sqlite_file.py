@@ -20,10 +20,33 @@ def test_new_file_is_created_migrated_and_in_wal(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA application_id").fetchone()[0] == schema.APPLICATION_ID
         rows = conn.execute("SELECT version, name FROM schema_migrations").fetchall()
-        assert rows == [(1, "data model")]
+        assert rows == [(1, "data model"), (2, "page segments")]
     finally:
         conn.close()
     SQLiteStore(path).close()  # reopening migrates nothing and works
+
+
+def test_a_version_1_file_is_migrated_forward_keeping_its_data(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA application_id = {schema.APPLICATION_ID}")
+    conn.execute("BEGIN")
+    conn.execute(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at REAL)"
+    )
+    schema._v1(conn)
+    conn.execute("INSERT INTO schema_migrations VALUES (1, 'data model', 0)")
+    conn.execute("INSERT INTO users VALUES ('old', NULL, 'user', 0)")
+    conn.execute("COMMIT")
+    conn.close()
+    store = SQLiteStore(path)
+    try:
+        assert store.get_user("old") is not None
+        assert schema.current_version(store.reader()) == schema.LATEST
+        columns = [r[1] for r in store.reader().execute("PRAGMA table_info(items)")]
+        assert "segment_id" in columns
+    finally:
+        store.close()
 
 
 def test_empty_file_is_initialised(tmp_path: Path) -> None:
