@@ -70,11 +70,16 @@ class ItemStore(Protocol):
         op: str,
         actor: str | None,
         reason: str | None = None,
+        snapshot: bool = True,
     ) -> MemoryItem:
         """Write ``item`` as the next version of the stored item with its id, with an event ``op``.
 
         ``vector`` replaces the stored vector when given (the text changed).  Returns the stored
-        item (version, ``updated_at`` and ``seq`` advanced).  ``ItemNotFound`` if it is unknown.
+        item (version, ``updated_at`` and ``seq`` advanced).  ``ItemNotFound`` if it is unknown;
+        ``ConflictError`` if ``item.version`` is not the stored version (it changed since read).
+        ``snapshot=False`` records the change as an event only, without a version snapshot: for
+        derived items the system refreshes often (a segment gaining a page), whose every state
+        can be rebuilt from their sources.
         """
 
     def get_items(self, item_ids: Sequence[str]) -> list[MemoryItem]:

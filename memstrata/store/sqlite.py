@@ -325,6 +325,7 @@ class SQLiteStore:
         op: str,
         actor: str | None,
         reason: str | None = None,
+        snapshot: bool = True,
     ) -> MemoryItem:
         with self.transaction() as conn:
             row = conn.execute("SELECT * FROM items WHERE id = ?", (item.id,)).fetchone()
@@ -348,7 +349,8 @@ class SQLiteStore:
                     "UPDATE vectors SET vector = ? WHERE rid = ?",
                     (np.asarray(vector, np.float32).tobytes(), row["rid"]),
                 )
-            _version(conn, new, actor, reason)
+            if snapshot:
+                _version(conn, new, actor, reason)
             before, after = _diff(old, new)
             _event(conn, actor, new.cube_id, new.id, op, before=before, after=after,
                    version=new.version, reason=reason)  # fmt: skip

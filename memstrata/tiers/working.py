@@ -1,0 +1,26 @@
+"""The working tier (DESIGN §3.2, MemoryOS's short-term memory): each session's recent turns.
+
+A turn is added to the working tier.  Consolidation keeps the newest ``working_capacity`` turns
+of every session there and moves the older ones to the mid tier as pages (same ids, one event
+each).  It runs as a scheduler task, so ``add`` never waits for it.
+"""
+
+from __future__ import annotations
+
+from memstrata.model import MemoryItem
+from memstrata.store.base import Store
+from memstrata.tiers.mid import MidTier
+from memstrata.tiers.settings import TierSettings
+
+
+def consolidate(store: Store, cube_id: str, embedder: str) -> list[MemoryItem]:
+    """Move a cube's overflowing working turns into mid-tier segments; the segments touched.
+
+    Idempotent: with nothing overflowing it changes nothing.
+    """
+    cube = store.get_cube(cube_id)
+    if cube is None:
+        return []
+    settings = TierSettings.parse(cube.settings)
+    overflow = store.overflowing_turns(cube_id, settings.working_capacity)
+    return MidTier(store, embedder).place(overflow, settings)
