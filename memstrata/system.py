@@ -41,6 +41,7 @@ from memstrata.model import (
 )
 from memstrata.reader.messages import parse_messages
 from memstrata.retrieval.filters import Filters, parse_filters
+from memstrata.retrieval.pack import Context, pack
 from memstrata.retrieval.search import embedding_text, hybrid_search
 from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore
@@ -49,6 +50,7 @@ from memstrata.tiers.settings import TierSettings
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 _DEFAULT_EMBEDDER = "e5"
 MAX_TOP_K = 1000
+MAX_BUDGET = 1_000_000
 
 
 class MemoryOS:
@@ -263,6 +265,34 @@ class MemoryOS:
             self._check_embedder(cube)
         scope = [c.cube_id for c in cubes]
         return hybrid_search(self.store, self.embedder, self.settings, query, scope, parsed, top_k)
+
+    def context(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        budget_tokens: int = 1000,
+        cube_ids: Sequence[str] | None = None,
+        session_id: str | None = None,
+        filters: Filters | Mapping[str, Any] | None = None,
+    ) -> Context:
+        """The memories for ``query`` packed into ``budget_tokens`` (see ``retrieval.pack``).
+
+        With ``session_id``, that session's working turns come first.  Never exceeds the budget.
+        """
+        if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
+            raise ValidationError("budget_tokens must be an integer")
+        if not 1 <= budget_tokens <= MAX_BUDGET:
+            raise ValidationError(f"budget_tokens must be from 1 to {MAX_BUDGET}")
+        top_k = min(MAX_TOP_K, max(20, budget_tokens // 15))
+        hits = self.search(query, user_id=user_id, cube_ids=cube_ids, top_k=top_k, filters=filters)
+        recent: list[MemoryItem] = []
+        if session_id is not None:
+            working = Filters(session_id=session_id, tiers=("working",), types=("turn",))
+            for cube in self._readable(user_id, cube_ids):
+                recent.extend(self.store.list_items(cube.cube_id, working))
+            recent.sort(key=lambda i: (i.event_time, i.id))
+        return pack(hits, recent, budget_tokens)
 
     def get(self, item_id: str, *, user_id: str, cube_id: str | None = None) -> MemoryItem:
         """The current version of an item (deleted items too, with status ``deleted``)."""

@@ -1,0 +1,93 @@
+"""Context packing (DESIGN §4.5): the best memories that fit a token budget, rendered for a prompt.
+
+The rendered context is plain text in sections, each line dated and attributed::
+
+    # Recent conversation
+    [2024-05-08] Caroline: I went to the support group yesterday.
+    # Relevant memories
+    [2023-05-07] Melanie: We painted a sunrise by the lake.
+    [2023-06-01] (topic) hiking · alps · hut: We went hiking in the Alps … / …
+
+*Recent conversation* holds the current session's working turns (newest kept first when they
+do not all fit), *Relevant memories* the search hits in rank order until the budget is spent,
+shown in time order.  A hit on a derived item (a segment) is shown as ``(topic)`` with its
+keywords and summary, and its ``sources`` stay in the structured result.  Sections are left out
+when empty.  Tokens are counted offline as whitespace-separated words × 1.3, rounded up — the
+measure the LoCoMo baselines use; the rendered text never exceeds the budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from memstrata.model import Hit, MemoryItem
+
+
+def count_tokens(text: str) -> int:
+    """Offline token estimate: words × 1.3, rounded up."""
+    return math.ceil(len(text.split()) * 1.3)
+
+
+def render(item: MemoryItem) -> str:
+    """One context line for an item: date, who (or the segment's keywords), text."""
+    when = item.event_time.date().isoformat()
+    if item.type == "segment":
+        return f"[{when}] (topic) {' · '.join(item.keywords[:4])}: {item.text}"
+    who = item.speaker or item.role or "someone"
+    return f"[{when}] {who}: {' '.join(item.text.split())}"
+
+
+@dataclass(frozen=True)
+class Context:
+    """A packed context: the ``text`` to put in a prompt and what it holds."""
+
+    text: str
+    tokens: int
+    budget: int
+    #: the hits packed, in rank order, with their scores and sources
+    hits: list[Hit] = field(default_factory=list)
+    #: the working turns packed, oldest first
+    recent: list[MemoryItem] = field(default_factory=list)
+
+    @property
+    def items(self) -> list[MemoryItem]:
+        """Every item in the context (recent turns first)."""
+        return [*self.recent, *(h.item for h in self.hits)]
+
+
+def pack(hits: Sequence[Hit], recent: Sequence[MemoryItem], budget: int) -> Context:
+    """Fill ``budget`` tokens: recent turns first (newest first), then hits in rank order.
+
+    Items already packed as recent turns are not repeated among the hits.
+    """
+    used = 0
+    headers = {"recent": "# Recent conversation", "hits": "# Relevant memories"}
+    kept_recent: list[MemoryItem] = []
+    for item in reversed(recent):
+        cost = count_tokens(render(item)) + (0 if kept_recent else count_tokens(headers["recent"]))
+        if used + cost > budget:
+            break
+        kept_recent.append(item)
+        used += cost
+    seen = {i.id for i in kept_recent}
+    kept_hits: list[Hit] = []
+    for hit in hits:
+        if hit.item.id in seen:
+            continue
+        cost = count_tokens(render(hit.item)) + (0 if kept_hits else count_tokens(headers["hits"]))
+        if used + cost > budget:
+            continue  # a shorter item further down may still fit
+        kept_hits.append(hit)
+        seen.add(hit.item.id)
+        used += cost
+    kept_recent.reverse()
+    sections = []
+    if kept_recent:
+        sections.append([headers["recent"], *map(render, kept_recent)])
+    if kept_hits:
+        by_time = sorted((h.item for h in kept_hits), key=lambda i: (i.event_time, i.id))
+        sections.append([headers["hits"], *map(render, by_time)])
+    text = "\n".join(line for section in sections for line in section)
+    return Context(text, count_tokens(text), budget, kept_hits, kept_recent)
