@@ -58,6 +58,14 @@ class Settings:
         default="nomic-embed-text", metadata=_help("embedding model name at that endpoint")
     )
     openai_timeout_s: float = field(default=30.0, metadata=_help("HTTP timeout in seconds"))
+    workers: int = field(
+        default=1,
+        metadata=_help("background worker threads for consolidation; 0 runs tasks inline"),
+    )
+    task_lease_s: float = field(
+        default=30.0,
+        metadata=_help("seconds a task is leased to a worker before others may retry it"),
+    )
     busy_timeout_ms: int = field(default=10000, metadata=_help("SQLite busy timeout"))
     rrf_k: int = field(default=60, metadata=_help("reciprocal rank fusion constant"))
     search_candidates: int = field(

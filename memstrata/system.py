@@ -43,9 +43,11 @@ from memstrata.reader.messages import parse_messages
 from memstrata.retrieval.filters import Filters, parse_filters
 from memstrata.retrieval.pack import Context, pack
 from memstrata.retrieval.search import embedding_text, hybrid_search
+from memstrata.scheduler import Scheduler, SQLiteTaskQueue, Task, TaskQueue, TaskStatus
 from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore
 from memstrata.tiers.settings import TierSettings
+from memstrata.tiers.working import consolidate
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 _DEFAULT_EMBEDDER = "e5"
@@ -57,12 +59,21 @@ class MemoryOS:
     """Long-term memory for agents: users, cubes, grants, add, search, get, update, history."""
 
     def __init__(
-        self, store: Store, embedder: Embedder, settings: Settings, *, owns_embedder: bool = False
+        self,
+        store: Store,
+        embedder: Embedder,
+        settings: Settings,
+        *,
+        queue: TaskQueue,
+        owns_embedder: bool = False,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self._owns_embedder = owns_embedder
+        self.scheduler = Scheduler(queue, workers=settings.workers, lease_s=settings.task_lease_s)
+        self.scheduler.register("consolidate", self._consolidate)
+        self.scheduler.start()
 
     @classmethod
     def open(
@@ -104,10 +115,16 @@ class MemoryOS:
             store.close()
             raise
         settings = replace(settings, embedder=chosen)
-        return cls(store, instance, settings, owns_embedder=given is None)
+        queue = SQLiteTaskQueue(store)
+        return cls(store, instance, settings, queue=queue, owns_embedder=given is None)
 
     def close(self) -> None:
-        """Close the store, and the embedder if ``open`` made it."""
+        """Stop the workers, close the store, and the embedder if ``open`` made it.
+
+        A task still running is abandoned with its lease; it runs again, in this or another
+        process, once the lease has expired.
+        """
+        self.scheduler.close()
         self.store.close()
         if self._owns_embedder and isinstance(self.embedder, Closeable):
             self.embedder.close()
@@ -241,7 +258,11 @@ class MemoryOS:
             for m in parsed
         ]
         vectors = self.embedder.embed_passages([embedding_text(i) for i in items])
-        return self.store.add_items(items, vectors, fingerprint(self.embedder))
+        ids = self.store.add_items(items, vectors, fingerprint(self.embedder))
+        self.scheduler.submit(
+            "consolidate", {}, cube_id=cube_id, dedupe_key=f"consolidate:{cube_id}"
+        )
+        return ids
 
     def search(
         self,
@@ -356,6 +377,37 @@ class MemoryOS:
             cube_id, [i.id for i in items], vectors, fingerprint(self.embedder)
         )
         return len(items)
+
+    # -- background work ---------------------------------------------------------------------
+
+    def wait(self, cube_id: str | None = None, timeout: float | None = None) -> bool:
+        """Block until no task is outstanding for ``cube_id`` (or at all); False on timeout.
+
+        With ``workers=0`` the due tasks run here, in the caller's thread.
+        """
+        return self.scheduler.wait(cube_id, timeout)
+
+    def tasks(
+        self,
+        *,
+        user_id: str,
+        cube_id: str | None = None,
+        status: TaskStatus | None = None,
+        limit: int = 100,
+    ) -> list[Task]:
+        """Recent background tasks (newest first) of ``cube_id``, or of every readable cube."""
+        cubes = self._readable(user_id, None if cube_id is None else [cube_id])
+        readable = {c.cube_id for c in cubes}
+        found = self.scheduler.queue.tasks(cube_id=cube_id, status=status, limit=limit)
+        return [t for t in found if t.cube_id in readable]
+
+    def _consolidate(self, task: Task) -> None:
+        """Task ``consolidate``: move overflowing working turns of a cube into the mid tier."""
+        cube = self.store.get_cube(task.cube_id or "")
+        if cube is None:
+            return  # the cube is gone: nothing to do
+        self._check_embedder(cube)
+        consolidate(self.store, cube.cube_id, fingerprint(self.embedder))
 
     # -- checks ------------------------------------------------------------------------------
 

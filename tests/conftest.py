@@ -20,7 +20,8 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def mos(db_path: Path) -> Iterator[MemoryOS]:
-    with MemoryOS.open(str(db_path)) as m:
+    """A MemoryOS running background tasks inline (``workers=0``), so tests are deterministic."""
+    with MemoryOS.open(str(db_path), workers=0) as m:
         yield m
 
 

@@ -276,7 +276,7 @@ def test_two_processes_share_one_file(mos: MemoryOS, alice_cube: str, db_path: P
     hits = mos.search("quokka note number 7", user_id="alice", top_k=3)
     assert hits[0].item.text == "quokka note number 7"
     assert "dense" in hits[0].ranks and "keyword" in hits[0].ranks
-    all_hits = mos.search("note", user_id="alice", top_k=100)
+    all_hits = mos.search("note", user_id="alice", top_k=100, filters={"type": "turn"})
     assert len(all_hits) == 41
 
 

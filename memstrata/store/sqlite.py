@@ -186,7 +186,9 @@ class SQLiteStore:
                 try:
                     yield conn
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    # After SQLITE_FULL, IOERR or NOMEM SQLite has rolled back already.
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
                     raise
                 conn.execute("COMMIT")
             except MemstrataError:

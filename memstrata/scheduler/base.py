@@ -1,0 +1,139 @@
+"""The scheduler's durable task queue: the ``Task`` row and the ``TaskQueue`` Protocol (DESIGN §8).
+
+A task is a unit of background work (consolidate a segment, promote, re-embed, …) stored as a row,
+so a crash loses none.  Its life::
+
+    pending ──claim──► running ──complete──► done
+       ▲                  │ │
+       └──fail(retry_in)──┘ └──fail(None) or attempts exhausted──► failed
+       (a running task whose lease expired is claimable again: the worker that held it is gone)
+
+Times are UTC ``datetime`` objects in the model and wall-clock seconds in the store, so processes
+sharing a database must share a clock (they share a machine or NTP).  Durations (``lease_s``,
+``delay_s``, ``retry_in_s``) are seconds.
+
+Claims are fenced by the attempt number: ``claim`` returns the task with ``attempts`` already
+incremented, and ``renew``/``complete``/``fail`` given ``attempt=task.attempts`` act only while that
+claim is still the current one, so a worker whose lease expired and was re-claimed elsewhere cannot
+finish or fail the new run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
+
+TaskStatus = Literal["pending", "running", "done", "failed"]
+TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
+#: Statuses that still have work to do; ``outstanding`` counts these.
+OUTSTANDING: tuple[TaskStatus, ...] = ("pending", "running")
+#: The longest error text kept in a task row (longer ones are truncated with a marker).
+MAX_ERROR_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Task:
+    """One stored task, as read at one moment (a snapshot: the row may have moved on since).
+
+    ``attempts`` counts the claims so far (the current one included while ``running``);
+    ``error`` is the last failure as ``"ExceptionType: message"`` (cleared when the task is done);
+    ``lease_until`` is set only while ``running``; ``dedupe_key`` is ``None`` once a later task
+    with the same key has taken it over.
+    """
+
+    task_id: str
+    kind: str
+    cube_id: str | None
+    payload: dict[str, Any] = field(hash=False)
+    status: TaskStatus
+    attempts: int
+    max_attempts: int
+    run_after: datetime
+    lease_until: datetime | None
+    error: str | None
+    created_at: datetime
+    updated_at: datetime
+    dedupe_key: str | None = None
+
+
+@runtime_checkable
+class TaskQueue(Protocol):
+    """A durable queue of tasks.  Every method is atomic and safe to call from any thread, and
+    (for a shared database) from several processes at once.  Every write is durable on return."""
+
+    def submit(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        cube_id: str | None = None,
+        dedupe_key: str | None = None,
+        max_attempts: int = 5,
+        delay_s: float = 0.0,
+    ) -> str:
+        """Store a new ``pending`` task due in ``delay_s`` seconds and return its id.
+
+        ``payload`` must be JSON-serialisable (``ValidationError`` otherwise).  When a ``pending``
+        task holds ``dedupe_key``, nothing is stored and that task's id is returned (this call's
+        payload is dropped); a task that is running or finished frees its key, so a submit made
+        while a task runs queues a follow-up.  The key is global, so callers put the cube id in it.
+        """
+        ...
+
+    def claim(self, lease_s: float) -> Task | None:
+        """Atomically take one due task, or ``None`` when none is due.
+
+        The candidates are ``running`` tasks whose lease has expired (their worker died; these go
+        first) and ``pending`` tasks whose ``run_after`` has passed (oldest ``run_after`` first).
+        The claimed task becomes ``running`` with ``attempts + 1`` and a lease of ``lease_s``
+        seconds.  An expired task that has used all its attempts is marked ``failed`` instead, so
+        a task that kills its worker every time cannot loop forever.  Two callers never get the
+        same claim.
+        """
+        ...
+
+    def renew(self, task_id: str, lease_s: float, *, attempt: int | None = None) -> bool:
+        """Extend a running task's lease to ``lease_s`` seconds from now (a heartbeat).
+
+        False when the task is no longer running (under claim ``attempt``, when given).
+        """
+        ...
+
+    def complete(self, task_id: str, *, attempt: int | None = None) -> bool:
+        """Mark a running task ``done`` (clearing its lease and error).
+
+        False, and nothing changed, when it is not running (under claim ``attempt``, when given);
+        so repeating it is harmless.
+        """
+        ...
+
+    def fail(
+        self,
+        task_id: str,
+        error: str,
+        retry_in_s: float | None,
+        *,
+        attempt: int | None = None,
+    ) -> bool:
+        """Record a failed run of a running task; ``error`` is kept (truncated to ``MAX_ERROR_CHARS``).
+
+        With ``retry_in_s`` and attempts left, the task goes back to ``pending``, due in that many
+        seconds; otherwise it is ``failed`` for good.  False, and nothing changed, when it is not
+        running (under claim ``attempt``, when given).
+        """
+        ...
+
+    def get(self, task_id: str) -> Task | None:
+        """The task, or ``None`` when there is no such id."""
+        ...
+
+    def tasks(
+        self, cube_id: str | None = None, status: TaskStatus | None = None, limit: int = 100
+    ) -> list[Task]:
+        """Up to ``limit`` tasks (of one cube / in one status, when given), newest first."""
+        ...
+
+    def outstanding(self, cube_id: str | None = None) -> int:
+        """How many tasks (of one cube, when given) are ``pending`` or ``running``."""
+        ...

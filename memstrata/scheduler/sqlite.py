@@ -1,0 +1,247 @@
+"""``TaskQueue`` over the ``tasks`` table of an SQLite store.
+
+Every write runs in ``SQLiteStore.transaction()`` (one writer, ``BEGIN IMMEDIATE``), which holds
+the database's write lock from its first statement: a claim's read and update cannot interleave
+with another thread's or process's, so no two workers get the same claim.  Reads use the calling
+thread's reader connection.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import time
+from datetime import datetime, timezone
+from typing import Any, cast
+
+from memstrata.errors import ValidationError
+from memstrata.model import from_epoch, new_id
+from memstrata.scheduler.base import MAX_ERROR_CHARS, TASK_STATUSES, Task, TaskStatus
+from memstrata.store import rows
+from memstrata.store.sqlite import SQLiteStore
+
+_COLUMNS = (
+    "task_id, kind, cube_id, payload, status, attempts, max_attempts, run_after, lease_until, "
+    "error, created_at, updated_at, dedupe_key"
+)
+# Expired leases first (their worker is gone and they have waited longest), then the pending task
+# due longest ago.  Two scalar subqueries rather than one OR, so each walks ``tasks_ready``
+# (status, run_after); ``run_after <= :now`` always holds for a running task and is there for that.
+_CLAIM = f"""
+UPDATE tasks SET status = 'running', attempts = attempts + 1, lease_until = :lease_until,
+    updated_at = :now
+WHERE task_id = coalesce(
+    (SELECT task_id FROM tasks WHERE status = 'running' AND run_after <= :now
+        AND lease_until <= :now ORDER BY run_after LIMIT 1),
+    (SELECT task_id FROM tasks WHERE status = 'pending' AND run_after <= :now
+        ORDER BY run_after LIMIT 1))
+RETURNING {_COLUMNS}
+"""
+_EXHAUSTED = """
+UPDATE tasks SET status = 'failed', lease_until = NULL, updated_at = :now,
+    error = coalesce(error || ' | ', '') || :error
+WHERE status = 'running' AND run_after <= :now AND lease_until <= :now
+    AND attempts >= max_attempts
+"""
+_LOST_WORKER = (
+    "LeaseExpired: the worker running the last attempt stopped (killed or hung) before finishing"
+)
+
+
+def truncate_error(error: str) -> str:
+    """``error`` cut to ``MAX_ERROR_CHARS``, marking the cut."""
+    if len(error) <= MAX_ERROR_CHARS:
+        return error
+    marker = " … [truncated]"
+    return error[: MAX_ERROR_CHARS - len(marker)] + marker
+
+
+class SQLiteTaskQueue:
+    """``TaskQueue`` stored in ``store``'s file; thread- and process-safe (see the module doc)."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+
+    def submit(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        cube_id: str | None = None,
+        dedupe_key: str | None = None,
+        max_attempts: int = 5,
+        delay_s: float = 0.0,
+    ) -> str:
+        body = _checked_submit(kind, payload, max_attempts, delay_s)
+        now = time.time()
+        with self.store.transaction() as conn:
+            if dedupe_key is not None:
+                held = _take_key(conn, dedupe_key)
+                if held is not None:
+                    return held
+            task_id = new_id()
+            conn.execute(
+                f"INSERT INTO tasks ({_COLUMNS}) VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, NULL, "
+                "NULL, ?, ?, ?)",
+                (task_id, kind, cube_id, body, max_attempts, now + delay_s, now, now, dedupe_key),
+            )
+        return task_id
+
+    def claim(self, lease_s: float) -> Task | None:
+        _check_positive("lease_s", lease_s)
+        now = time.time()
+        with self.store.transaction() as conn:
+            conn.execute(_EXHAUSTED, {"now": now, "error": _LOST_WORKER})
+            row = conn.execute(_CLAIM, {"now": now, "lease_until": now + lease_s}).fetchone()
+        return None if row is None else _task(row)
+
+    def renew(self, task_id: str, lease_s: float, *, attempt: int | None = None) -> bool:
+        _check_positive("lease_s", lease_s)
+        now = time.time()
+        return self._update_running(
+            task_id, attempt, "lease_until = ?, updated_at = ?", [now + lease_s, now]
+        )
+
+    def complete(self, task_id: str, *, attempt: int | None = None) -> bool:
+        return self._update_running(
+            task_id,
+            attempt,
+            "status = 'done', lease_until = NULL, error = NULL, updated_at = ?",
+            [time.time()],
+        )
+
+    def fail(
+        self,
+        task_id: str,
+        error: str,
+        retry_in_s: float | None,
+        *,
+        attempt: int | None = None,
+    ) -> bool:
+        now = time.time()
+        if retry_in_s is None:
+            retry_at = None
+        else:
+            _check_non_negative("retry_in_s", retry_in_s)
+            retry_at = now + retry_in_s
+        # Retry only while attempts remain; the queue enforces max_attempts whatever the caller asks.
+        assignments = (
+            "status = CASE WHEN ? IS NOT NULL AND attempts < max_attempts "
+            "THEN 'pending' ELSE 'failed' END, run_after = coalesce(?, run_after), "
+            "lease_until = NULL, error = ?, updated_at = ?"
+        )
+        params = [retry_at, retry_at, truncate_error(error), now]
+        return self._update_running(task_id, attempt, assignments, params)
+
+    def get(self, task_id: str) -> Task | None:
+        sql = f"SELECT {_COLUMNS} FROM tasks WHERE task_id = ?"
+        row = self.store.reader().execute(sql, (task_id,)).fetchone()
+        return None if row is None else _task(row)
+
+    def tasks(
+        self, cube_id: str | None = None, status: TaskStatus | None = None, limit: int = 100
+    ) -> list[Task]:
+        if status is not None and status not in TASK_STATUSES:
+            raise ValidationError(
+                f"unknown task status {status!r}", hint=f"use one of {', '.join(TASK_STATUSES)}"
+            )
+        where, params = _scope(cube_id, (status,) if status else None)
+        sql = (
+            f"SELECT {_COLUMNS} FROM tasks WHERE {where} "
+            "ORDER BY created_at DESC, task_id DESC LIMIT ?"
+        )
+        return [_task(r) for r in self.store.reader().execute(sql, [*params, limit])]
+
+    def outstanding(self, cube_id: str | None = None) -> int:
+        where, params = _scope(cube_id, ("pending", "running"))
+        row = self.store.reader().execute(f"SELECT count(*) FROM tasks WHERE {where}", params)
+        return int(row.fetchone()[0])
+
+    def _update_running(
+        self, task_id: str, attempt: int | None, assignments: str, params: list[Any]
+    ) -> bool:
+        """Apply ``assignments`` to the task if it is running (under claim ``attempt``)."""
+        sql = f"UPDATE tasks SET {assignments} WHERE task_id = ? AND status = 'running'"
+        params = [*params, task_id]
+        if attempt is not None:
+            sql += " AND attempts = ?"
+            params.append(attempt)
+        with self.store.transaction() as conn:
+            return conn.execute(sql, params).rowcount == 1
+
+
+def _take_key(conn: sqlite3.Connection, dedupe_key: str) -> str | None:
+    """The id of the pending task holding ``dedupe_key``; else free the key from its old holder.
+
+    A running task gives its key up: what is submitted while it runs may depend on data it has
+    already read, so it must run again after it (a follow-up), not be folded into it.
+    """
+    row = conn.execute(
+        "SELECT task_id, status FROM tasks WHERE dedupe_key = ?", (dedupe_key,)
+    ).fetchone()
+    if row is None:
+        return None
+    if row["status"] == "pending":
+        return str(row["task_id"])
+    conn.execute("UPDATE tasks SET dedupe_key = NULL WHERE task_id = ?", (row["task_id"],))
+    return None
+
+
+def _scope(cube_id: str | None, statuses: tuple[str, ...] | None) -> tuple[str, list[Any]]:
+    clauses, params = ["1"], []
+    if cube_id is not None:
+        clauses.append("cube_id = ?")
+        params.append(cube_id)
+    if statuses:
+        clauses.append(f"status IN ({', '.join('?' * len(statuses))})")
+        params.extend(statuses)
+    return " AND ".join(clauses), params
+
+
+def _checked_submit(kind: str, payload: dict[str, Any], max_attempts: int, delay_s: float) -> str:
+    """Validate a submission; return the payload as JSON."""
+    if not kind or not kind.strip():
+        raise ValidationError("a task needs a kind", hint="e.g. 'promote' or 'summarise'")
+    if max_attempts < 1:
+        raise ValidationError(f"max_attempts must be at least 1, not {max_attempts}")
+    _check_non_negative("delay_s", delay_s)
+    try:
+        return rows.dumps(payload)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"task payload is not JSON-serialisable: {exc}",
+            hint="pass ids and plain values, not objects",
+        ) from exc
+
+
+def _check_positive(name: str, value: float) -> None:
+    if not (math.isfinite(value) and value > 0):
+        raise ValidationError(f"{name} must be a positive number of seconds, not {value!r}")
+
+
+def _check_non_negative(name: str, value: float) -> None:
+    if not (math.isfinite(value) and value >= 0):
+        raise ValidationError(f"{name} must be zero or more seconds, not {value!r}")
+
+
+def _task(row: sqlite3.Row) -> Task:
+    return Task(
+        task_id=row["task_id"],
+        kind=row["kind"],
+        cube_id=row["cube_id"],
+        payload=json.loads(row["payload"]),
+        status=cast(TaskStatus, row["status"]),
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        run_after=_when(row["run_after"]),
+        lease_until=from_epoch(row["lease_until"]),
+        error=row["error"],
+        created_at=_when(row["created_at"]),
+        updated_at=_when(row["updated_at"]),
+        dedupe_key=row["dedupe_key"],
+    )
+
+
+def _when(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, timezone.utc)
