@@ -14,6 +14,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 import click
@@ -24,6 +25,7 @@ from memstrata.cli import render
 from memstrata.config import Settings
 from memstrata.embed import EMBEDDERS
 from memstrata.errors import MemstrataError
+from memstrata.eval import locomo
 from memstrata.model import CUBE_KINDS, PERMISSIONS, ROLES
 from memstrata.system import MemoryOS
 
@@ -44,9 +46,15 @@ class _Options:
     embedder: str | None = None
     as_json: bool = False
 
-    def open(self, db: str | None = None) -> MemoryOS:
-        """A ``MemoryOS`` on ``db`` (default: the ``--db`` option, else ``Settings``' db)."""
-        settings = Settings.load(self.config, db=db or self.db, embedder=self.embedder)
+    def open(self, db: str | None = None, **overrides: Any) -> MemoryOS:
+        """A ``MemoryOS`` on ``db`` (default: the ``--db`` option, else ``Settings``' db).
+
+        Background tasks run inline unless ``overrides`` say otherwise: a command is a short
+        process, and its consolidation should be done when it exits.
+        """
+        settings = Settings.load(
+            self.config, db=db or self.db, embedder=self.embedder, **{"workers": 0, **overrides}
+        )
         return MemoryOS.open(settings=settings)
 
 
@@ -425,6 +433,40 @@ def demo(db_path: str | None) -> None:
             {"db": kept, "added": added, "searches": results},
             demo_module.demo_lines(kept, added, results),
         )
+
+
+@cli.group(name="eval")
+def eval_group() -> None:
+    """Measure memstrata on benchmark data."""
+
+
+@eval_group.command("locomo")
+@click.option(
+    "--data", required=True, type=click.Path(exists=True, dir_okay=False), help="LoCoMo JSON file."
+)
+@click.option(
+    "--tiers/--no-tiers",
+    default=True,
+    show_default=True,
+    help="Consolidate into tiers, or keep every turn in the working tier (raw-turn search).",
+)
+@click.option("--conversations", type=click.IntRange(min=1), help="Only the first N samples.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the result as JSON here.")
+def eval_locomo(data: str, tiers: bool, conversations: int | None, out: str | None) -> None:
+    """Evidence recall of search and packed contexts on LoCoMo, by category."""
+    options = _options()
+    try:
+        samples = locomo.load(data)[:conversations]
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    result = locomo.evaluate(
+        samples,
+        lambda path: options.open(path, workers=1),
+        cube_settings={} if tiers else {"working_capacity": 10_000},
+    )
+    if out:
+        Path(out).write_text(json.dumps(result, indent=2), encoding="utf-8")
+    _emit(result, locomo.table(result))
 
 
 def main(args: Sequence[str] | None = None) -> None:

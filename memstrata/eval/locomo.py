@@ -1,0 +1,183 @@
+"""The LoCoMo harness (``memstrata eval locomo``): does the evidence reach the packed context?
+
+For each conversation a fresh database gets every turn through ``MemoryOS.add`` (speaker as
+``name``, the session date as ``timestamp``, ``dia_id`` as ``id``, image captions kept).  Then,
+for every question of categories 1–4 with evidence, it measures:
+
+* ``recall@k`` (k = 1, 5, 10, 20): all evidence turns among the top k search hits;
+* ``recall@Ntok`` (N = 500, 1000, 2000): all evidence turns **verbatim** in the context packed
+  within N tokens (words × 1.3); a derived item (a segment summary) does not count for its
+  sources — ``recall_src@Ntok`` is the variant where it does;
+* ``answer_in_context``: the gold answer string in the 1000-token context (answers of at most
+  four words only); ``tokens_per_query`` of that context; query latency p50/p95; ingest turns/s.
+
+Results are per category (official mapping: 1 multi-hop, 2 temporal, 3 open-domain,
+4 single-hop) and overall.  LoCoMo is CC BY-NC: read it where it lies, never copy it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memstrata.retrieval.pack import Context
+from memstrata.system import MemoryOS
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+KS = (1, 5, 10, 20)
+BUDGETS = (500, 1000, 2000)
+SHORT_ANSWER_WORDS = 4
+
+
+def load(path: str | Path) -> list[dict[str, Any]]:
+    """The samples of a LoCoMo file; ``ValueError`` saying what is wrong with any other file."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read {path} as JSON: {exc}") from exc
+    if not isinstance(data, list) or not data:
+        raise ValueError(f"{path}: expected a non-empty JSON list of LoCoMo samples")
+    for i, sample in enumerate(data):
+        ok = isinstance(sample, dict) and isinstance(sample.get("conversation"), dict)
+        if not ok or not isinstance(sample.get("qa"), list) or "sample_id" not in sample:
+            raise ValueError(f"{path}: sample {i} lacks sample_id, conversation or qa")
+    return data
+
+
+def sessions(conversation: dict[str, Any]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """(session id, messages) in session order; sessions without turns are skipped."""
+    numbers = sorted(
+        int(m.group(1)) for key in conversation if (m := re.fullmatch(r"session_(\d+)", key))
+    )
+    for n in numbers:
+        when = datetime.strptime(conversation[f"session_{n}_date_time"], "%I:%M %p on %d %B, %Y")
+        yield f"session_{n}", [_message(turn, when) for turn in conversation[f"session_{n}"]]
+
+
+def _message(turn: dict[str, Any], when: datetime) -> dict[str, Any]:
+    caption = turn.get("blip_caption")
+    text = turn["text"] + (f" [shared an image: {caption}]" if caption else "")
+    return {"role": "user", "name": turn["speaker"], "content": text,
+            "timestamp": when.isoformat() + "Z", "id": turn["dia_id"]}  # fmt: skip
+
+
+def evidence(qa: dict[str, Any]) -> set[str]:
+    """The evidence dia_ids of a question (the data has a few malformed entries)."""
+    return {e for raw in qa.get("evidence", []) for e in re.findall(r"D\d+:\d+", raw)}
+
+
+@dataclass
+class Tally:
+    """Per-group counts of questions and of each metric's successes."""
+
+    marks: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+
+    def add(self, group: str, metric: str, value: float) -> None:
+        self.marks.setdefault(group, {}).setdefault(metric, []).append(value)
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        return {
+            group: {m: round(statistics.fmean(v), 3) for m, v in metrics.items()}
+            | {"questions": len(metrics.get("recall@1", []))}
+            for group, metrics in self.marks.items()
+        }
+
+
+def _context_ids(ctx: Context, sources: bool, external: dict[str, str]) -> set[str]:
+    ids = {i.external_id for i in ctx.items if i.external_id}
+    if sources:
+        ids |= {external.get(s.item_id or "", "") for i in ctx.items for s in i.sources}
+    return ids
+
+
+def evaluate(
+    data: list[dict[str, Any]],
+    open_memory: Callable[[str], MemoryOS],
+    cube_settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run the harness; ``open_memory(path)`` opens a fresh MemoryOS for one conversation.
+
+    Each conversation's cube gets ``cube_settings``; questions are asked once the background
+    work of its ingest is done (``MemoryOS.wait``).
+    """
+    tally, latencies, tokens = Tally(), [], []
+    turns, ingest_s = 0, 0.0
+    for sample in data:
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            open_memory(str(Path(folder) / "locomo.db")) as mos,
+        ):
+            mos.create_user("eval")
+            cube = mos.create_cube(
+                sample["sample_id"], owner="eval", settings=cube_settings
+            ).cube_id
+            external: dict[str, str] = {}
+            start = time.perf_counter()
+            for session_id, messages in sessions(sample["conversation"]):
+                ids = mos.add(messages, user_id="eval", cube_id=cube, session_id=session_id)
+                external.update(zip(ids, (m["id"] for m in messages), strict=True))
+                turns += len(messages)
+            mos.wait(cube)
+            ingest_s += time.perf_counter() - start
+            for qa in sample["qa"]:
+                gold = evidence(qa)
+                if qa["category"] not in CATEGORIES or not gold:
+                    continue
+                groups = ("overall", CATEGORIES[qa["category"]])
+                t0 = time.perf_counter()
+                hits = mos.search(qa["question"], user_id="eval", top_k=max(KS))
+                packed = {b: mos.context(qa["question"], user_id="eval", budget_tokens=b)
+                          for b in BUDGETS}  # fmt: skip
+                latencies.append((time.perf_counter() - t0) / (1 + len(BUDGETS)))
+                ranked = [h.item.external_id for h in hits]
+                marks = {f"recall@{k}": gold <= set(ranked[:k]) for k in KS}
+                for b, ctx in packed.items():
+                    marks[f"recall@{b}tok"] = gold <= _context_ids(ctx, False, external)
+                    marks[f"recall_src@{b}tok"] = gold <= _context_ids(ctx, True, external)
+                answer = str(qa.get("answer", ""))
+                if answer and len(answer.split()) <= SHORT_ANSWER_WORDS:
+                    found = answer.lower() in packed[1000].text.lower()
+                    for group in groups:
+                        tally.add(group, "answer_in_context", float(found))
+                tokens.append(packed[1000].tokens)
+                for group in groups:
+                    for metric, ok in marks.items():
+                        tally.add(group, metric, float(ok))
+    summary = tally.summary()
+    overall = summary.pop("overall")
+    overall |= {
+        "tokens_per_query": round(statistics.fmean(tokens), 1),
+        "ingest_turns_per_s": round(turns / ingest_s, 1),
+        "query_ms_p50": round(1000 * statistics.median(latencies), 1),
+        "query_ms_p95": round(1000 * _p95(latencies), 1),
+    }
+    return {"overall": overall, "by_category": summary}
+
+
+def _p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20)[-1] if len(values) > 1 else max(values)
+
+
+def table(result: dict[str, Any]) -> list[str]:
+    """The result as aligned text lines: one row per group, one column per metric."""
+    metrics = [f"recall@{k}" for k in KS] + [f"recall@{b}tok" for b in BUDGETS]
+    metrics += [f"recall_src@{b}tok" for b in BUDGETS] + ["answer_in_context"]
+    groups = {"overall": result["overall"], **result["by_category"]}
+    lines = ["group        n    " + " ".join(f"{m:>17}" for m in metrics)]
+    for name, values in groups.items():
+        cells = " ".join(f"{values.get(m, float('nan')):>17.3f}" for m in metrics)
+        lines.append(f"{name:<12} {values['questions']:<4} {cells}")
+    o = result["overall"]
+    lines.append(
+        f"tokens/query {o['tokens_per_query']}  ingest {o['ingest_turns_per_s']} turns/s  "
+        f"query p50 {o['query_ms_p50']} ms p95 {o['query_ms_p95']} ms"
+    )
+    return lines

@@ -1,0 +1,53 @@
+"""The LoCoMo harness on a tiny original fixture in LoCoMo's format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memstrata.cli import cli
+from memstrata.eval import locomo
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "locomo_mini.json"
+
+
+def test_sessions_keep_dates_speakers_ids_and_captions() -> None:
+    (sample,) = locomo.load(FIXTURE)
+    got = list(locomo.sessions(sample["conversation"]))
+    assert [s for s, _ in got] == ["session_1", "session_2"]  # session_3 has no turns
+    first = got[0][1][2]
+    assert first["name"] == "Nora" and first["id"] == "D1:3"
+    assert first["timestamp"] == "2023-03-03T10:00:00Z"
+    assert first["content"].endswith("[shared an image: a photo of a tram on a hilly street]")
+    assert locomo.evidence({"evidence": ["D1:2; D2:1", "D"]}) == {"D1:2", "D2:1"}
+
+
+@pytest.mark.parametrize("tiers", ["--tiers", "--no-tiers"])
+def test_eval_locomo_command(tmp_path: Path, tiers: str) -> None:
+    out = tmp_path / "result.json"
+    result = CliRunner().invoke(
+        cli, ["eval", "locomo", "--data", str(FIXTURE), tiers, "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "single-hop" in result.stdout
+    data = json.loads(out.read_text())
+    overall = data["overall"]
+    assert overall["questions"] == 4  # category 5 and empty evidence are skipped
+    for key in ("recall@10", "recall@1000tok", "recall@2000tok", "tokens_per_query"):
+        assert key in overall
+    assert set(data["by_category"]) == {"multi-hop", "temporal", "open-domain", "single-hop"}
+    # six short turns: every evidence turn fits in 1000 tokens, and the cat's name is there
+    assert overall["recall@1000tok"] == 1.0 and overall["recall@20"] == 1.0
+    assert data["by_category"]["single-hop"]["answer_in_context"] == 1.0
+    assert 0 < overall["tokens_per_query"] <= 1000
+
+
+def test_not_locomo_data_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a list"}')
+    result = CliRunner().invoke(cli, ["eval", "locomo", "--data", str(bad)])
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and "LoCoMo samples" in result.stderr
