@@ -187,6 +187,19 @@ class Version:
 
 
 @dataclass(frozen=True)
+class ProfileAttribute:
+    """One current attribute of a person's profile, with the turns that show it."""
+
+    cube_id: str
+    subject: str
+    key: str
+    value: str
+    since: datetime | None
+    evidence: list[str]
+    item_id: str
+
+
+@dataclass(frozen=True)
 class Event:
     """One append-only audit record (DESIGN §2)."""
 

@@ -33,6 +33,7 @@ from memstrata.model import (
     Grant,
     Hit,
     MemoryItem,
+    ProfileAttribute,
     User,
     Version,
     new_id,
@@ -40,12 +41,14 @@ from memstrata.model import (
     utcnow,
 )
 from memstrata.reader.messages import parse_messages
+from memstrata.reader.offline import OfflineReader
 from memstrata.retrieval.filters import Filters, parse_filters
 from memstrata.retrieval.pack import Context, pack
 from memstrata.retrieval.search import embedding_text, hybrid_search
 from memstrata.scheduler import Scheduler, SQLiteTaskQueue, Task, TaskQueue, TaskStatus
 from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore
+from memstrata.tiers.long import LongTier
 from memstrata.tiers.settings import TierSettings
 from memstrata.tiers.working import consolidate
 
@@ -73,6 +76,7 @@ class MemoryOS:
         self._owns_embedder = owns_embedder
         self.scheduler = Scheduler(queue, workers=settings.workers, lease_s=settings.task_lease_s)
         self.scheduler.register("consolidate", self._consolidate)
+        self.scheduler.register("promote", self._promote)
         self.scheduler.start()
 
     @classmethod
@@ -315,6 +319,20 @@ class MemoryOS:
             recent.sort(key=lambda i: (i.event_time, i.id))
         return pack(hits, recent, budget_tokens)
 
+    def get_profile(self, *, user_id: str, cube_id: str | None = None) -> list[ProfileAttribute]:
+        """The current profile attributes in ``cube_id`` (or every readable cube), with evidence.
+
+        Attributes come from the long tier; a contradicted value (one with ``valid_to``) is not
+        current and is left out, though it stays in the cube.  Sorted by subject, then key.
+        """
+        found = []
+        profile = Filters(tiers=("long",), types=("profile",))
+        for cube in self._readable(user_id, None if cube_id is None else [cube_id]):
+            for item in self.store.list_items(cube.cube_id, profile):
+                if item.valid_to is None:
+                    found.append(_attribute(item))
+        return sorted(found, key=lambda a: (a.subject, a.key, a.since or a.item_id))
+
     def get(self, item_id: str, *, user_id: str, cube_id: str | None = None) -> MemoryItem:
         """The current version of an item (deleted items too, with status ``deleted``)."""
         return self._item(item_id, user_id, "read", cube_id)
@@ -407,7 +425,21 @@ class MemoryOS:
         if cube is None:
             return  # the cube is gone: nothing to do
         self._check_embedder(cube)
-        consolidate(self.store, cube.cube_id, fingerprint(self.embedder))
+        threshold = TierSettings.parse(cube.settings).heat_threshold
+        for segment in consolidate(self.store, cube.cube_id, fingerprint(self.embedder)):
+            if segment.heat is not None and segment.heat >= threshold:
+                self.scheduler.submit(
+                    "promote", {"segment_id": segment.id}, cube_id=cube.cube_id,
+                    dedupe_key=f"promote:{cube.cube_id}:{segment.id}",
+                )  # fmt: skip
+
+    def _promote(self, task: Task) -> None:
+        """Task ``promote``: read a hot segment's unprocessed pages into the long tier."""
+        cube = self.store.get_cube(task.cube_id or "")
+        if cube is None:
+            return
+        self._check_embedder(cube)
+        LongTier(self.store, self.embedder, OfflineReader()).promote(task.payload["segment_id"])
 
     # -- checks ------------------------------------------------------------------------------
 
@@ -454,3 +486,15 @@ def _check_id(value: object, what: str) -> None:
             f"{what} {value!r} is not a valid id",
             hint="use 1-128 letters, digits and _ . : @ -, starting with a letter or digit",
         )
+
+
+def _attribute(item: MemoryItem) -> ProfileAttribute:
+    return ProfileAttribute(
+        cube_id=item.cube_id,
+        subject=str(item.metadata.get("subject", "")),
+        key=item.key or "",
+        value=str(item.metadata.get("value", "")),
+        since=item.valid_from,
+        evidence=[s.item_id for s in item.sources if s.item_id],
+        item_id=item.id,
+    )

@@ -1,7 +1,7 @@
 """The offline reader: rules and extractive text, no model (DESIGN §3.5).
 
-Today it extracts keywords and extractive summaries for the mid tier; facts, profile attributes
-and preferences for the long tier come with promotion.
+Keywords and extractive summaries for the mid tier; facts, profile attributes, preferences and
+assistant knowledge for the long tier (the rules are in ``reader.rules``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from memstrata.retrieval.text import STOPWORDS, query_terms
+from memstrata.model import MemoryItem
+from memstrata.reader.findings import Finding
+from memstrata.reader.rules import read_page
+from memstrata.retrieval.text import STOPWORDS, terms
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 #: Words too common in conversation to tell topics apart, beyond the search stopwords.
@@ -28,7 +31,7 @@ def keywords(text: str, limit: int = 8) -> list[str]:
     """
     counts = Counter(
         t
-        for t in query_terms(text)
+        for t in terms(text)
         if t not in STOPWORDS and t not in _CHATTER and (len(t) >= 3 or not t.isascii())
     )
     return [word for word, _ in counts.most_common(limit)]
@@ -57,3 +60,13 @@ def summarise(texts: Sequence[str], max_sentences: int = 4) -> str:
         half = max_sentences // 2
         chosen = [*texts[:half], *texts[-(max_sentences - half) :]]
     return " / ".join(first_sentence(t) for t in chosen)
+
+
+class OfflineReader:
+    """The default reader: rules over each page (``reader.rules``); no model, no network."""
+
+    name = "offline"
+
+    def read(self, pages: Sequence[MemoryItem]) -> list[Finding]:
+        """Findings of every page, in page order; each cites its page."""
+        return [finding for page in pages for finding in read_page(page)]

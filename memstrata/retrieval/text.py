@@ -39,13 +39,18 @@ def index_text(text: str) -> str:
     return _CJK_RUN.sub(expand, text)
 
 
+def terms(text: str) -> list[str]:
+    """Every term of ``text`` in order, lower-cased (CJK runs as bigrams), repeats kept."""
+    found: list[str] = []
+    for token in _WORD.findall(text.lower()):
+        found.extend(_cjk_grams(token) if _CJK_RUN.fullmatch(token) else [token])
+    return found
+
+
 def query_terms(query: str) -> list[str]:
     """The distinct terms of ``query``, lower-cased; stopwords and lone Latin letters are dropped
     unless nothing else is left."""
-    terms: list[str] = []
-    for token in _WORD.findall(query.lower()):
-        terms.extend(_cjk_grams(token) if _CJK_RUN.fullmatch(token) else [token])
-    unique = list(dict.fromkeys(terms))
+    unique = list(dict.fromkeys(terms(query)))
     # A lone Latin letter is the "s" of "Maya's" or the "t" of "don't": noise, like a stopword.
     content = [
         t

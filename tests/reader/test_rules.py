@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from memstrata.model import MemoryItem
+from memstrata.reader.offline import OfflineReader, keywords, summarise
+from memstrata.reader.rules import third_person
+
+TEXT = (
+    "My name is Ann Lee and I live in Porto. I work as a nurse at Santa Maria. "
+    "I adopted a grey cat named Pixel. I really love hiking in the mountains, but I hate crowded "
+    "beaches. I always drink green tea in the morning. My sister Lena moved to Berlin. "
+    "What about you?"
+)
+
+
+def page(text: str, role: str = "user", speaker: str | None = "Ann") -> MemoryItem:
+    return MemoryItem(id="p1", cube_id="c", text=text, role=role, speaker=speaker)
+
+
+def test_profile_attributes() -> None:
+    found = OfflineReader().read([page(TEXT)])
+    profile = {(f.key, f.value) for f in found if f.type == "profile"}
+    assert profile == {
+        ("name", "Ann Lee"), ("lives_in", "Porto"), ("job", "nurse"), ("pet_cat", "Pixel"),
+        ("sister", "Lena"),
+    }  # fmt: skip
+    assert all(f.sources == ("p1",) and f.subject == "Ann" for f in found)
+
+
+def test_preferences_explicit_and_implicit() -> None:
+    found = OfflineReader().read([page(TEXT)])
+    prefs = {(f.key, f.polarity, f.explicit) for f in found if f.type == "preference"}
+    assert prefs == {("hiking", 1, True), ("crowded beaches", -1, True),
+                     ("drink green tea", 1, False)}  # fmt: skip
+
+
+def test_facts_are_third_person_and_questions_are_skipped() -> None:
+    facts = [f.text for f in OfflineReader().read([page(TEXT)]) if f.type == "fact"]
+    assert "Ann adopted a grey cat named Pixel." in facts
+    assert "Ann really loves hiking in the mountains, but Ann hates crowded beaches." in facts
+    assert not any("?" in f for f in facts)
+    assert (
+        third_person("I went there and I have my keys.", "Bo")
+        == "Bo went there and Bo has Bo's keys."
+    )
+
+
+def test_assistant_commitments_become_knowledge() -> None:
+    found = OfflineReader().read(
+        [page("I'll remember that you prefer tea. Nice weather!", "assistant", None)]
+    )
+    assert [(f.type, f.text) for f in found] == [
+        ("knowledge", "I'll remember that you prefer tea.")
+    ]
+
+
+def test_keywords_and_summaries() -> None:
+    assert keywords("We hiked the alpine trail; the trail was steep!")[0] == "trail"
+    text = summarise(["First one. More.", "Second.", "Third.", "Fourth.", "Fifth.", "Sixth."])
+    assert text == "First one. / Second. / Fifth. / Sixth."
