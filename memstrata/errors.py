@@ -9,7 +9,8 @@
     ├── ConflictError          (409)   AlreadyExists; an external id reused with other content
     ├── ConfigurationError     (400)   EmbedderMismatch, an unknown embedder, a bad settings value
     ├── StorageError           (500)   NotOurDatabase, SchemaTooNew, a database that cannot be opened
-    └── EmbeddingError         (502)   an embedding backend failed (endpoint down, bad answer)
+    ├── EmbeddingError         (502)   an embedding backend failed (endpoint down, bad answer)
+    └── LLMError               (502)   a chat model endpoint failed (timeout, HTTP error, bad answer)
 
 Each error carries a ``hint`` that says what to do next; ``str(err)`` is the message and the hint on
 one line, which is what the CLI prints.  Low-level errors (``sqlite3``, ``httpx``) are wrapped once,
@@ -150,3 +151,10 @@ class EmbeddingError(MemstrataError):
 
     status = 502
     code = "embedding_error"
+
+
+class LLMError(MemstrataError):
+    """A chat model endpoint failed (unreachable, timed out, non-2xx, malformed answer)."""
+
+    status = 502
+    code = "llm_error"

@@ -9,6 +9,9 @@ an error leaves the database as it was.  Thread-safe: a server may share one ins
 from __future__ import annotations
 
 import re
+import threading
+import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import TracebackType
@@ -49,6 +52,7 @@ from memstrata.scheduler import Scheduler, SQLiteTaskQueue, Task, TaskQueue, Tas
 from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore
 from memstrata.tiers.long import LongTier
+from memstrata.tiers.mid import record_visits
 from memstrata.tiers.settings import TierSettings
 from memstrata.tiers.working import consolidate
 
@@ -56,6 +60,8 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 _DEFAULT_EMBEDDER = "e5"
 MAX_TOP_K = 1000
 MAX_BUDGET = 1_000_000
+#: Seconds between writes of read counts (segment visits).
+READS_FLUSH_S = 5.0
 
 
 class MemoryOS:
@@ -77,6 +83,10 @@ class MemoryOS:
         self.scheduler = Scheduler(queue, workers=settings.workers, lease_s=settings.task_lease_s)
         self.scheduler.register("consolidate", self._consolidate)
         self.scheduler.register("promote", self._promote)
+        self.scheduler.register("visits", self._visits)
+        self._reads: Counter[str] = Counter()
+        self._reads_lock = threading.Lock()
+        self._reads_flushed = time.monotonic()
         self.scheduler.start()
 
     @classmethod
@@ -123,11 +133,12 @@ class MemoryOS:
         return cls(store, instance, settings, queue=queue, owns_embedder=given is None)
 
     def close(self) -> None:
-        """Stop the workers, close the store, and the embedder if ``open`` made it.
+        """Flush read counts, stop the workers, close the store (and the embedder ``open`` made).
 
         A task still running is abandoned with its lease; it runs again, in this or another
         process, once the lease has expired.
         """
+        self._flush_reads(force=True)
         self.scheduler.close()
         self.store.close()
         if self._owns_embedder and isinstance(self.embedder, Closeable):
@@ -289,7 +300,9 @@ class MemoryOS:
         for cube in cubes:
             self._check_embedder(cube)
         scope = [c.cube_id for c in cubes]
-        return hybrid_search(self.store, self.embedder, self.settings, query, scope, parsed, top_k)
+        hits = hybrid_search(self.store, self.embedder, self.settings, query, scope, parsed, top_k)
+        self._note_reads(hits)
+        return hits
 
     def context(
         self,
@@ -425,13 +438,43 @@ class MemoryOS:
         if cube is None:
             return  # the cube is gone: nothing to do
         self._check_embedder(cube)
-        threshold = TierSettings.parse(cube.settings).heat_threshold
-        for segment in consolidate(self.store, cube.cube_id, fingerprint(self.embedder)):
-            if segment.heat is not None and segment.heat >= threshold:
+        self._promote_hot(consolidate(self.store, cube.cube_id, fingerprint(self.embedder)))
+
+    def _promote_hot(self, segments: list[MemoryItem]) -> None:
+        """Queue the promotion of every segment whose heat reached its cube's threshold."""
+        for segment in segments:
+            cube = self.store.get_cube(segment.cube_id)
+            if cube is None or segment.heat is None:
+                continue
+            if segment.heat >= TierSettings.parse(cube.settings).heat_threshold:
                 self.scheduler.submit(
                     "promote", {"segment_id": segment.id}, cube_id=cube.cube_id,
                     dedupe_key=f"promote:{cube.cube_id}:{segment.id}",
                 )  # fmt: skip
+
+    def _note_reads(self, hits: list[Hit]) -> None:
+        """Count the hits as reads; a ``visits`` task writes them out every few seconds.
+
+        Nothing is written on the search path itself (DESIGN §4.6); counts not yet flushed are
+        lost if the process dies, which only makes a topic a little colder.
+        """
+        with self._reads_lock:
+            self._reads.update(h.item.id for h in hits)
+        self._flush_reads()
+
+    def _flush_reads(self, force: bool = False) -> None:
+        with self._reads_lock:
+            due = force or time.monotonic() - self._reads_flushed >= READS_FLUSH_S
+            if not due or not self._reads:
+                return
+            counts, self._reads = dict(self._reads), Counter()
+            self._reads_flushed = time.monotonic()
+        self.scheduler.submit("visits", {"counts": counts})
+
+    def _visits(self, task: Task) -> None:
+        """Task ``visits``: record reads and heat the segments read; promote the hot ones."""
+        counts = {str(k): int(v) for k, v in task.payload["counts"].items()}
+        self._promote_hot(record_visits(self.store, counts, utcnow()))
 
     def _promote(self, task: Task) -> None:
         """Task ``promote``: read a hot segment's unprocessed pages into the long tier."""

@@ -12,7 +12,8 @@ Contract shared by all methods:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Literal, Protocol
 
 import numpy as np
@@ -102,6 +103,13 @@ class ItemStore(Protocol):
         """Working-tier turns beyond the newest ``capacity`` of their session, oldest first.
 
         Items without a session form one session of their own.
+        """
+
+    def record_access(self, counts: Mapping[str, int], at: datetime) -> None:
+        """Add ``counts`` to the items' ``access_count`` and set ``last_accessed_at``.
+
+        Usage statistics only: no version, no event, no change sequence (search filters do not
+        depend on them).  Unknown ids are ignored.
         """
 
     def get_vectors(self, item_ids: Sequence[str]) -> Vectors:

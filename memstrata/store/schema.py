@@ -58,6 +58,16 @@ def _v2(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX items_cube_segment ON items (cube_id, segment_id)")
 
 
+@migration(3, "llm usage")
+def _v3(conn: sqlite3.Connection) -> None:
+    # Calls and tokens spent on a cube's LLM work (DESIGN §8), one running total per cube.
+    conn.execute(
+        "CREATE TABLE llm_usage (cube_id TEXT PRIMARY KEY, calls INTEGER NOT NULL DEFAULT 0,"
+        " prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,"
+        " updated_at REAL NOT NULL)"
+    )
+
+
 LATEST = max(_MIGRATIONS)
 
 

@@ -13,7 +13,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -401,6 +401,14 @@ class SQLiteStore:
             f"AND i.status IN ({live})) WHERE newest > ? ORDER BY event_time, id"
         )
         return [rows.item_from_dict(r) for r in self.reader().execute(sql, (cube_id, capacity))]
+
+    def record_access(self, counts: Mapping[str, int], at: datetime) -> None:
+        with self.transaction() as conn:
+            conn.executemany(
+                "UPDATE items SET access_count = access_count + ?, last_accessed_at = ? "
+                "WHERE id = ?",
+                [(n, at.timestamp(), item_id) for item_id, n in counts.items()],
+            )
 
     def get_vectors(self, item_ids: Sequence[str]) -> Vectors:
         found: dict[str, bytes] = {}

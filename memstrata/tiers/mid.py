@@ -16,6 +16,8 @@ no links: a page's neighbours are the turns before and after it in its session.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -173,3 +175,27 @@ class MidTier:
             self.store.update_item(
                 archived, None, op="transition", actor=None, reason="mid tier over capacity"
             )
+
+
+def record_visits(store: Store, counts: Mapping[str, int], now: datetime) -> list[MemoryItem]:
+    """Count reads of items, and a visit to each segment read directly or through its pages.
+
+    Returns the active segments visited, with their heat refreshed (MemoryOS: visits heat a
+    topic up, so a topic read often is promoted sooner).
+    """
+    visits: Counter[str] = Counter()
+    for item in store.get_items(list(counts)):
+        segment_id = item.id if item.type == "segment" else item.segment_id
+        if segment_id:
+            visits[segment_id] += counts[item.id]
+    store.record_access({**counts, **{s: n for s, n in visits.items() if s not in counts}}, now)
+    refreshed = []
+    for segment in store.get_items(list(visits)):
+        cube = store.get_cube(segment.cube_id)
+        if segment.status not in ("generated", "activated") or cube is None:
+            continue
+        hot = replace(segment, heat=heat(segment, TierSettings.parse(cube.settings), now))
+        refreshed.append(
+            store.update_item(hot, None, op="visit", actor=None, reason="read", snapshot=False)
+        )
+    return refreshed

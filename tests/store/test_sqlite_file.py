@@ -20,7 +20,7 @@ def test_new_file_is_created_migrated_and_in_wal(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA application_id").fetchone()[0] == schema.APPLICATION_ID
         rows = conn.execute("SELECT version, name FROM schema_migrations").fetchall()
-        assert rows == [(1, "data model"), (2, "page segments")]
+        assert rows == [(1, "data model"), (2, "page segments"), (3, "llm usage")]
     finally:
         conn.close()
     SQLiteStore(path).close()  # reopening migrates nothing and works

@@ -1,0 +1,128 @@
+"""Any OpenAI-compatible ``POST {base_url}/chat/completions`` endpoint.
+
+OpenAI, DeepSeek, Qwen (DashScope), Ollama, vLLM and the llama.cpp servers all speak it.  The API key,
+when given, is sent as a Bearer token and never appears in an error message.  A JSON schema is sent
+as ``response_format = {"type": "json_object", "schema": …}``: llama.cpp turns it into a grammar
+(the answer always parses and has that shape); the others treat it as plain JSON mode or ignore it.
+``<think>`` blocks of reasoning models are stripped from the answer.
+
+Every failure (connection, timeout, non-2xx status, a body that is not a chat completion) raises
+``LLMError`` naming the URL and the model.  One pooled ``httpx.Client`` serves every thread:
+``OpenAIChat`` is thread-safe; call ``close()`` (or use it as a context manager) when done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from memstrata.errors import LLMError
+from memstrata.llm.base import ChatMessage, Completion, strip_think
+
+_EXCERPT = 200
+
+
+class OpenAIChat:
+    """A chat model behind an OpenAI-compatible API (``base_url`` ends in ``/v1``)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str = "local",
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+    ) -> None:
+        self.model = model
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self._api_key = api_key
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(headers=headers, timeout=timeout_s)
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Completion:
+        """The model's answer to ``messages`` (see ``LLM.complete``); raises ``LLMError``."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+        if json_schema is not None:
+            body["response_format"] = {"type": "json_object", "schema": dict(json_schema)}
+        return self._parse(self._post(body))
+
+    def close(self) -> None:
+        """Close the pooled HTTP connections."""
+        self._client.close()
+
+    def __enter__(self) -> OpenAIChat:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _post(self, body: dict[str, Any]) -> Any:
+        try:
+            response = self._client.post(self.url, json=body)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise self._error(f"could not be reached ({type(exc).__name__}: {exc})") from exc
+        if not response.is_success:
+            excerpt = " ".join(response.text[:_EXCERPT].split())
+            raise self._error(
+                f"answered HTTP {response.status_code}: {excerpt}", hint=_hint(response.status_code)
+            )
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise self._error(f"answered HTTP {response.status_code} with invalid JSON") from exc
+
+    def _parse(self, payload: Any) -> Completion:
+        try:
+            content = payload["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise self._error("answered without choices[0].message.content") from exc
+        if not isinstance(content, str):
+            raise self._error(f"answered with content of type {type(content).__name__}")
+        usage = payload.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        return Completion(
+            text=strip_think(content),
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
+        )
+
+    def _error(self, what: str, hint: str | None = None) -> LLMError:
+        message = f"chat endpoint {self.url} (model {self.model!r}) {what}"
+        if self._api_key:
+            message = message.replace(self._api_key, "***")
+        return LLMError(message, hint=hint)
+
+
+def _count(value: object) -> int:
+    """A token count as reported, or 0 when missing or not a non-negative integer."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return 0
+
+
+def _hint(status: int) -> str:
+    if status in (401, 403):
+        return "check llm_api_key"
+    if status == 404:
+        return "check llm_base_url (it should end in /v1) and llm_model"
+    return "check that the endpoint at llm_base_url is up and serves chat completions"

@@ -1,0 +1,33 @@
+"""Reads heat segments up through the scheduler, and a topic read often is promoted."""
+
+from __future__ import annotations
+
+import pytest
+
+import memstrata.system
+from memstrata import MemoryOS
+from memstrata.retrieval.filters import Filters
+
+
+def test_reads_become_visits_that_heat_and_promote_a_segment(
+    mos: MemoryOS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(memstrata.system, "READS_FLUSH_S", 0.0)
+    mos.create_user("u")
+    settings = {"working_capacity": 1, "similarity_threshold": 0.0, "heat_threshold": 21.5,
+                "alpha": 10.0}  # fmt: skip
+    cube = mos.create_cube("c", owner="u", settings=settings).cube_id
+    mos.add([{"name": "Ann", "content": "I work as a baker in Graz."},
+             {"name": "Ann", "content": "The weather is fine."}], user_id="u", cube_id=cube)  # fmt: skip
+    (segment,) = mos.store.list_items(cube, Filters(types=("segment",)))
+    cold = segment.heat or 0.0
+    assert cold < 21.5 and mos.store.count_items(cube, Filters(tiers=("long",))) == 0
+    mos.search("baker", user_id="u", filters={"type": "turn", "tier": "mid"}, top_k=1)
+    (segment,) = mos.store.list_items(cube, Filters(types=("segment",)))
+    assert segment.access_count == 1 and segment.heat is not None and segment.heat > cold
+    page = mos.store.list_items(cube, Filters(tiers=("mid",), types=("turn",)))[0]
+    assert page.access_count == 1 and page.last_accessed_at is not None
+    mos.search("baker", user_id="u", filters={"type": "turn", "tier": "mid"}, top_k=1)
+    assert mos.wait(cube, timeout=30)
+    # two visits (2 × α = 20) + one page + recency (1) = 22 ≥ 21.5: promoted to the long tier
+    assert mos.store.count_items(cube, Filters(tiers=("long",), types=("profile",))) == 1
