@@ -79,6 +79,19 @@ class Settings:
     )
     keyword_weight: float = field(default=1.0, metadata=_help("weight of the BM25 channel"))
     dense_weight: float = field(default=1.0, metadata=_help("weight of the vector channel"))
+    reader: str = field(
+        default="offline",
+        metadata=_help("offline (rules, no model) | llm (an OpenAI-compatible chat endpoint)"),
+    )
+    llm_base_url: str = field(
+        default="http://127.0.0.1:8080/v1",
+        metadata=_help("OpenAI-compatible base URL (…/v1) of the chat model for the llm reader"),
+    )
+    llm_api_key: str | None = field(default=None, metadata=_help("API key for the chat endpoint"))
+    llm_model: str = field(default="local", metadata=_help("chat model name at that endpoint"))
+    llm_timeout_s: float = field(
+        default=60.0, metadata=_help("HTTP timeout of one chat call, in seconds")
+    )
 
     @classmethod
     def load(

@@ -52,7 +52,7 @@ from memstrata.scheduler import Scheduler, SQLiteTaskQueue, Task, TaskQueue, Tas
 from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore
 from memstrata.tiers.long import LongTier
-from memstrata.tiers.mid import record_visits
+from memstrata.tiers.mid import SEGMENTS, record_visits
 from memstrata.tiers.settings import TierSettings
 from memstrata.tiers.working import consolidate
 
@@ -431,6 +431,23 @@ class MemoryOS:
         readable = {c.cube_id for c in cubes}
         found = self.scheduler.queue.tasks(cube_id=cube_id, status=status, limit=limit)
         return [t for t in found if t.cube_id in readable]
+
+    def consolidate(self, cube_id: str, *, user_id: str, promote_all: bool = False) -> int:
+        """Consolidate a cube now, in this thread, instead of waiting for the background task.
+
+        Overflowing working turns move to the mid tier; with ``promote_all`` every active
+        segment is also promoted whatever its heat (MemoryOS's ``force_mid_term_analysis``).
+        Needs ``write``.  Returns how many findings the long tier took in.
+        """
+        cube = self._require(user_id, cube_id, "write")
+        self._check_embedder(cube)
+        segments = consolidate(self.store, cube_id, fingerprint(self.embedder))
+        if not promote_all:
+            self._promote_hot(segments)
+            return 0
+        long_tier = LongTier(self.store, self.embedder, OfflineReader())
+        active = self.store.list_items(cube_id, SEGMENTS)
+        return sum(len(long_tier.promote(segment.id)) for segment in active)
 
     def _consolidate(self, task: Task) -> None:
         """Task ``consolidate``: move overflowing working turns of a cube into the mid tier."""

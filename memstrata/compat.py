@@ -1,0 +1,129 @@
+"""A MemoryOS-compatible facade, to move code written for MemoryOS's ``Memoryos`` to memstrata.
+
+``Memoryos(user_id=..., data_storage_path=...)`` keeps one user's memory with one assistant in
+``<data_storage_path>/memstrata.db``, mapping MemoryOS's settings to cube settings:
+``short_term_capacity`` → ``working_capacity``, ``mid_term_capacity`` → ``mid_capacity``,
+``mid_term_heat_threshold`` → ``heat_threshold``, ``mid_term_similarity_threshold`` →
+``similarity_threshold``.  Unlike MemoryOS, nothing here needs an LLM except ``get_response``.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import suppress
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from memstrata.errors import AlreadyExists, ConfigurationError
+from memstrata.model import MemoryItem
+from memstrata.system import MemoryOS
+
+
+class Memoryos:
+    """One user's memory with one assistant, through MemoryOS's calls."""
+
+    def __init__(
+        self,
+        user_id: str,
+        data_storage_path: str,
+        *,
+        assistant_id: str = "assistant",
+        short_term_capacity: int = 10,
+        mid_term_capacity: int = 2000,
+        mid_term_heat_threshold: float = 5.0,
+        mid_term_similarity_threshold: float = 0.6,
+        embedder: str | None = None,
+        workers: int = 1,
+    ) -> None:
+        Path(data_storage_path).mkdir(parents=True, exist_ok=True)
+        self.user_id = user_id
+        self.assistant_id = assistant_id
+        self.memory = MemoryOS.open(
+            str(Path(data_storage_path) / "memstrata.db"), embedder=embedder, workers=workers
+        )
+        settings = {
+            "working_capacity": short_term_capacity,
+            "mid_capacity": mid_term_capacity,
+            "heat_threshold": mid_term_heat_threshold,
+            "similarity_threshold": mid_term_similarity_threshold,
+        }
+        self.cube_id = re.sub(r"[^A-Za-z0-9_.:@-]", "_", f"{user_id}--{assistant_id}")
+        try:
+            with suppress(AlreadyExists):
+                self.memory.create_user(user_id)
+            with suppress(AlreadyExists):
+                self.memory.create_cube(
+                    f"{user_id} with {assistant_id}", owner=user_id, cube_id=self.cube_id,
+                    settings=settings,
+                )  # fmt: skip
+        except BaseException:
+            self.memory.close()
+            raise
+
+    def close(self) -> None:
+        self.memory.close()
+
+    def __enter__(self) -> Memoryos:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def add_memory(
+        self,
+        user_input: str,
+        agent_response: str,
+        timestamp: str | None = None,
+        meta_data: dict[str, Any] | None = None,
+    ) -> list[str]:
+        """Remember one exchange (two turns); returns their item ids."""
+        common: dict[str, Any] = {"metadata": meta_data or {}}
+        if timestamp is not None:
+            common["timestamp"] = timestamp
+        messages = [
+            {"role": "user", "name": self.user_id, "content": user_input, **common},
+            {"role": "assistant", "name": self.assistant_id, "content": agent_response, **common},
+        ]
+        return self.memory.add(messages, user_id=self.user_id, cube_id=self.cube_id)
+
+    def retrieve_context(self, query: str, budget_tokens: int = 1000) -> dict[str, Any]:
+        """What MemoryOS's retriever returns, plus the packed ``context`` text."""
+        ctx = self.memory.context(
+            query, user_id=self.user_id, cube_ids=[self.cube_id], budget_tokens=budget_tokens
+        )
+        long = [i for i in ctx.items if i.tier == "long"]
+        return {
+            "context": ctx.text,
+            "retrieved_pages": [_page(i) for i in ctx.items if i.type == "turn"],
+            "retrieved_user_knowledge": [i.text for i in long if i.type != "knowledge"],
+            "retrieved_assistant_knowledge": [i.text for i in long if i.type == "knowledge"],
+            "user_profile": self.get_user_profile_summary(),
+        }
+
+    def get_user_profile_summary(self) -> str:
+        """The user's current profile attributes, one ``key: value`` line each ("" if none)."""
+        attributes = self.memory.get_profile(user_id=self.user_id, cube_id=self.cube_id)
+        return "\n".join(
+            f"{a.key.replace('_', ' ')}: {a.value}" for a in attributes if a.subject == self.user_id
+        )
+
+    def force_mid_term_analysis(self) -> int:
+        """Promote every mid-term segment into long-term memory now; returns the findings read."""
+        return self.memory.consolidate(self.cube_id, user_id=self.user_id, promote_all=True)
+
+    def get_response(self, query: str, **_: Any) -> str:
+        """Answer with an LLM from the memory (not available yet: needs the chat of issue 4)."""
+        raise ConfigurationError(
+            "get_response needs an LLM for chat, which this version of memstrata does not have",
+            hint="use retrieve_context(query) and call your LLM with its 'context'",
+        )
+
+
+def _page(item: MemoryItem) -> dict[str, Any]:
+    return {"text": item.text, "speaker": item.speaker, "timestamp": item.event_time.isoformat()}
