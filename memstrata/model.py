@@ -194,6 +194,8 @@ class ProfileAttribute:
     subject: str
     key: str
     value: str
+    #: the attribute as a sentence ("Ann lives in Porto")
+    text: str
     since: datetime | None
     evidence: list[str]
     item_id: str

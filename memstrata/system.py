@@ -324,13 +324,18 @@ class MemoryOS:
             raise ValidationError(f"budget_tokens must be from 1 to {MAX_BUDGET}")
         top_k = min(MAX_TOP_K, max(20, budget_tokens // 15))
         hits = self.search(query, user_id=user_id, cube_ids=cube_ids, top_k=top_k, filters=filters)
+        profile = [
+            a.text
+            for cube in self._readable(user_id, cube_ids)
+            for a in self.get_profile(user_id=user_id, cube_id=cube.cube_id)
+        ]
         recent: list[MemoryItem] = []
         if session_id is not None:
             working = Filters(session_id=session_id, tiers=("working",), types=("turn",))
             for cube in self._readable(user_id, cube_ids):
                 recent.extend(self.store.list_items(cube.cube_id, working))
             recent.sort(key=lambda i: (i.event_time, i.id))
-        return pack(hits, recent, budget_tokens)
+        return pack(hits, recent, budget_tokens, profile=profile)
 
     def get_profile(self, *, user_id: str, cube_id: str | None = None) -> list[ProfileAttribute]:
         """The current profile attributes in ``cube_id`` (or every readable cube), with evidence.
@@ -554,6 +559,7 @@ def _attribute(item: MemoryItem) -> ProfileAttribute:
         subject=str(item.metadata.get("subject", "")),
         key=item.key or "",
         value=str(item.metadata.get("value", "")),
+        text=item.text,
         since=item.valid_from,
         evidence=[s.item_id for s in item.sources if s.item_id],
         item_id=item.id,

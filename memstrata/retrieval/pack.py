@@ -2,12 +2,15 @@
 
 The rendered context is plain text in sections, each line dated and attributed::
 
+    # Profile
+    Caroline lives in Boston
     # Recent conversation
     [2024-05-08] Caroline: I went to the support group yesterday.
     # Relevant memories
     [2023-05-07] Melanie: We painted a sunrise by the lake.
     [2023-06-01] (topic) hiking · alps · hut: We went hiking in the Alps … / …
 
+*Profile* holds the current profile attributes (always first: they are the cheapest context);
 *Recent conversation* holds the current session's working turns (newest kept first when they
 do not all fit), *Relevant memories* the search hits in rank order until the budget is spent,
 shown in time order.  A hit on a derived item (a segment) is shown as ``(topic)`` with its
@@ -50,6 +53,8 @@ class Context:
     hits: list[Hit] = field(default_factory=list)
     #: the working turns packed, oldest first
     recent: list[MemoryItem] = field(default_factory=list)
+    #: the profile lines packed
+    profile: list[str] = field(default_factory=list)
 
     @property
     def items(self) -> list[MemoryItem]:
@@ -57,13 +62,27 @@ class Context:
         return [*self.recent, *(h.item for h in self.hits)]
 
 
-def pack(hits: Sequence[Hit], recent: Sequence[MemoryItem], budget: int) -> Context:
-    """Fill ``budget`` tokens: recent turns first (newest first), then hits in rank order.
-
-    Items already packed as recent turns are not repeated among the hits.
+def pack(
+    hits: Sequence[Hit],
+    recent: Sequence[MemoryItem],
+    budget: int,
+    profile: Sequence[str] = (),
+) -> Context:
+    """Fill ``budget`` tokens: the profile lines, recent turns (newest first), then hits in rank
+    order.  Items already packed as recent turns are not repeated among the hits.
     """
     used = 0
-    headers = {"recent": "# Recent conversation", "hits": "# Relevant memories"}
+    headers = {
+        "profile": "# Profile",
+        "recent": "# Recent conversation",
+        "hits": "# Relevant memories",
+    }
+    kept_profile: list[str] = []
+    for line in profile:
+        cost = count_tokens(line) + (0 if kept_profile else count_tokens(headers["profile"]))
+        if used + cost <= budget:
+            kept_profile.append(line)
+            used += cost
     kept_recent: list[MemoryItem] = []
     for item in reversed(recent):
         cost = count_tokens(render(item)) + (0 if kept_recent else count_tokens(headers["recent"]))
@@ -84,10 +103,12 @@ def pack(hits: Sequence[Hit], recent: Sequence[MemoryItem], budget: int) -> Cont
         used += cost
     kept_recent.reverse()
     sections = []
+    if kept_profile:
+        sections.append([headers["profile"], *kept_profile])
     if kept_recent:
         sections.append([headers["recent"], *map(render, kept_recent)])
     if kept_hits:
         by_time = sorted((h.item for h in kept_hits), key=lambda i: (i.event_time, i.id))
         sections.append([headers["hits"], *map(render, by_time)])
     text = "\n".join(line for section in sections for line in section)
-    return Context(text, count_tokens(text), budget, kept_hits, kept_recent)
+    return Context(text, count_tokens(text), budget, kept_hits, kept_recent, kept_profile)

@@ -69,3 +69,11 @@ def test_memoryos_context(mos: MemoryOS) -> None:
     assert "[2024-01-02]" in ctx.text and ctx.tokens <= 200
     with pytest.raises(ValidationError):
         mos.context("x", user_id="u", budget_tokens=0)
+
+
+def test_profile_lines_come_first_within_the_budget() -> None:
+    ctx = pack([Hit(item("a memory", 2), 1.0)], [], 100, profile=["Ann lives in Porto"])
+    assert ctx.text.splitlines()[:2] == ["# Profile", "Ann lives in Porto"]
+    assert ctx.profile == ["Ann lives in Porto"]
+    tiny = pack([], [], 3, profile=["Ann lives in Porto"])  # does not fit: left out
+    assert tiny.text == "" and tiny.tokens == 0
