@@ -47,7 +47,7 @@ from memstrata.reader.messages import parse_messages
 from memstrata.reader.offline import OfflineReader
 from memstrata.retrieval.filters import Filters, parse_filters
 from memstrata.retrieval.pack import Context, pack
-from memstrata.retrieval.search import embedding_text, hybrid_search
+from memstrata.retrieval.search import embedding_text, expand_to_sources, hybrid_search
 from memstrata.scheduler import Scheduler, SQLiteTaskQueue, Task, TaskQueue, TaskStatus
 from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore
@@ -313,10 +313,13 @@ class MemoryOS:
         cube_ids: Sequence[str] | None = None,
         session_id: str | None = None,
         filters: Filters | Mapping[str, Any] | None = None,
+        expand_sources: bool = True,
     ) -> Context:
         """The memories for ``query`` packed into ``budget_tokens`` (see ``retrieval.pack``).
 
-        With ``session_id``, that session's working turns come first.  Never exceeds the budget.
+        With ``session_id``, that session's working turns come first.  With ``expand_sources``
+        a long-tier hit (fact, profile, preference, knowledge) is shown as the turns it came
+        from (see ``retrieval.search.expand_to_sources``).  Never exceeds the budget.
         """
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
             raise ValidationError("budget_tokens must be an integer")
@@ -324,6 +327,8 @@ class MemoryOS:
             raise ValidationError(f"budget_tokens must be from 1 to {MAX_BUDGET}")
         top_k = min(MAX_TOP_K, max(20, budget_tokens // 15))
         hits = self.search(query, user_id=user_id, cube_ids=cube_ids, top_k=top_k, filters=filters)
+        if expand_sources:
+            hits = expand_to_sources(self.store, hits)
         profile = [
             a.text
             for cube in self._readable(user_id, cube_ids)

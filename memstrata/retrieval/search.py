@@ -44,3 +44,31 @@ def hybrid_search(
     fused = reciprocal_rank_fusion(channels, weights, settings.rrf_k)[:top_k]
     items = {item.id: item for item in store.get_items([item_id for item_id, _, _ in fused])}
     return [Hit(items[i], score, ranks) for i, score, ranks in fused if i in items]
+
+
+#: Derived types whose hits are shown as the turns they came from (a segment keeps its summary).
+EXPANDED_TYPES = ("fact", "profile", "preference", "knowledge")
+
+
+def expand_to_sources(store: Store, hits: list[Hit]) -> list[Hit]:
+    """Hits with each long-tier item replaced, in place, by the source turns it came from.
+
+    A fact is a retrieval key: the words a question uses, in the third person; what answers it
+    verbatim is the turn.  Each source keeps the item's score and ranks; duplicates (a turn
+    found directly and through a fact) appear once, at their best rank.
+    """
+    wanted = [s.item_id for h in hits if h.item.type in EXPANDED_TYPES for s in h.item.sources]
+    sources = {i.id: i for i in store.get_items([i for i in wanted if i])}
+    out: list[Hit] = []
+    seen: set[str] = set()
+    for hit in hits:
+        if hit.item.type in EXPANDED_TYPES:
+            found = [sources[s.item_id] for s in hit.item.sources if s.item_id in sources]
+            expanded = [Hit(item, hit.score, hit.ranks) for item in found] or [hit]
+        else:
+            expanded = [hit]
+        for h in expanded:
+            if h.item.id not in seen:
+                seen.add(h.item.id)
+                out.append(h)
+    return out

@@ -97,3 +97,15 @@ def test_promotion_is_idempotent(mos: MemoryOS) -> None:
 
     assert LongTier(mos.store, mos.embedder, OfflineReader()).promote(segment.id) == []
     assert len(long_items(mos, cube)) == before
+
+
+def test_context_shows_long_tier_hits_as_their_source_turns(mos: MemoryOS) -> None:
+    cube = setup(mos)
+    (turn,) = say(mos, cube, ("I live in Porto.", "2024-03-01T10:00:00Z"))
+    only_long = {"tier": "long"}
+    ctx = mos.context("Where does Ann live?", user_id="u", filters=only_long)
+    assert [h.item.id for h in ctx.hits] == [turn]  # every long hit came from that one turn
+    assert "Ann: I live in Porto." in ctx.text
+    raw = mos.context("Where does Ann live?", user_id="u", filters=only_long, expand_sources=False)
+    assert {h.item.tier for h in raw.hits} == {"long"}
+    assert "# Profile\nAnn lives in Porto" in raw.text
