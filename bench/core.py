@@ -9,8 +9,10 @@ Run from the repository root, in the project's virtual environment::
 The cube holds N synthetic conversation turns (two speakers per session, sessions of about 20
 turns, timestamps advancing; text from templates × vocabulary with a fixed seed, so every run
 produces the same turns in the same order).  Turns go in through ``MemoryOS.add`` in calls of
-``--batch`` messages; such a call may span two sessions, so each turn records its session in its
-metadata (``session``) rather than through ``add(session_id=...)``.  The text embedded for a turn
+``--batch`` messages, split where a session ends, each call with its ``session_id`` (every turn
+also records its session in its metadata).  With the default cube settings the tiers consolidate
+in the background (``--workers``) while ingest goes on; ``--no-tiers`` keeps every turn in the
+working tier, for the core alone.  The text embedded for a turn
 is ``"<speaker>: <content>"``, as ``add`` does.
 
 With ``--db PATH`` the database is kept.  Run again with the same path and embedder and the cube
@@ -59,9 +61,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from itertools import islice
+from itertools import groupby, islice
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -348,7 +350,7 @@ class Bench:
         self.args = args
         self.db = db
         self.cube_id = f"bench-{args.embedder}"
-        overrides: dict[str, Any] = {"db": db, "embedder": args.embedder}
+        overrides: dict[str, Any] = {"db": db, "embedder": args.embedder, "workers": args.workers}
         if args.threads is not None:
             overrides["embed_threads"] = args.threads
         self.settings = Settings.load(**overrides)
@@ -404,7 +406,8 @@ class Bench:
             with contextlib.suppress(AlreadyExists):
                 mos.create_user(USER)
             if mos.store.get_cube(self.cube_id) is None:
-                mos.create_cube("benchmark", owner=USER, cube_id=self.cube_id)
+                tiers = {"working_capacity": 10_000} if self.args.no_tiers else {}
+                mos.create_cube("benchmark", owner=USER, cube_id=self.cube_id, settings=tiers)
         # Skip the turns already stored, so the cube keeps growing along the same stream.
         for _ in islice(self.stream, self.held):
             pass
@@ -447,7 +450,11 @@ class Bench:
                 texts = [passage_text(m) for m in messages]
                 self.raw_s += timed(self.embedder.embed_passages, texts) / 1000
                 self.raw_n += len(texts)
-            took = timed(mos.add, messages, user_id=USER, cube_id=self.cube_id) / 1000
+            took = 0.0
+            for session, group in groupby(messages, key=lambda m: m["metadata"]["session"]):
+                chunk = list(group)
+                took += timed(mos.add, chunk, user_id=USER, cube_id=self.cube_id,
+                              session_id=session) / 1000  # fmt: skip
             seconds += took
             if raw:
                 self.paired_s += took
@@ -491,7 +498,11 @@ class Bench:
             # Per question, back to back (so all three see the same machine load): the search,
             # the query embedding alone, and the search again with that embedding precomputed.
             vectors: dict[str, Vectors] = {}
-            bare = MemoryOS(mos.store, PrecomputedQueries(self.embedder, vectors), mos.settings)
+            # A second MemoryOS over the same store, without workers of its own.
+            bare = MemoryOS(
+                mos.store, PrecomputedQueries(self.embedder, vectors),
+                replace(mos.settings, workers=0), queue=mos.scheduler.queue,
+            )  # fmt: skip
             search_ms, embed_ms, bare_ms = [], [], []
             for q in asked:
                 search_ms.append(timed(mos.search, q, user_id=USER, cube_ids=scope, top_k=TOP_K))
@@ -562,6 +573,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--raw-sample", type=int, default=2000, help="texts for the raw embed_passages speed"
     )
     parser.add_argument("--threads", type=int, help="embedder threads (default: the setting)")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="background workers (default 1; 0 runs tasks inline)"
+    )
+    parser.add_argument(
+        "--no-tiers",
+        action="store_true",
+        help="a new cube keeps every turn in the working tier (no consolidation work)",
+    )
     parser.add_argument("--out", help="write the figures as JSON to this file")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.n]

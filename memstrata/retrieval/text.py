@@ -1,5 +1,9 @@
 """Text for the keyword channel: what is indexed and how a query becomes a match expression.
 
+Every indexed term carries its cube's prefix (six letters derived from the cube id), so a
+term's postings are one cube's: a search touches only the searched cubes' postings, however
+many other tenants share the file (a cube column ANDed into the query cost 3–10× more).
+
 FTS5's ``unicode61`` tokenizer splits on spaces and punctuation, which leaves a run of Chinese or
 Japanese characters as one unsearchable token.  So before indexing, every CJK run is rewritten as
 its single characters plus its overlapping character bigrams ("喜欢吃" → "喜 欢 吃 喜欢 欢吃"); a
@@ -9,6 +13,7 @@ word is thus findable, which FTS5's trigram tokenizer cannot do for two-characte
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -68,3 +73,25 @@ def phrase(text: str) -> str:
 def any_of(phrases: list[str]) -> str:
     """An FTS5 expression matching any of ``phrases``."""
     return "(" + " OR ".join(map(phrase, phrases)) + ")"
+
+
+def cube_prefix(cube_id: str) -> str:
+    """Six lower-case letters standing for a cube in the full-text index.
+
+    Letters only, so a prefixed word is still one plain token for the tokenizer and stemmer.
+    Two cubes may share a prefix (about one chance in 300 million per pair): that only costs
+    speed, since matches are checked against the cube column afterwards.
+    """
+    value = int.from_bytes(hashlib.blake2b(cube_id.encode(), digest_size=8).digest(), "big")
+    letters = []
+    for _ in range(6):
+        value, digit = divmod(value, 26)
+        letters.append(chr(ord("a") + digit))
+    return "".join(letters)
+
+
+def index_body(text: str, cube_id: str) -> str:
+    """The full-text body for ``text`` in a cube: its terms (CJK as characters and bigrams),
+    each with the cube's prefix."""
+    prefix = cube_prefix(cube_id)
+    return " ".join(prefix + token for token in _WORD.findall(index_text(text)))

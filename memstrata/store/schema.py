@@ -12,6 +12,7 @@ not tables.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Callable
@@ -66,6 +67,20 @@ def _v3(conn: sqlite3.Connection) -> None:
         " prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,"
         " updated_at REAL NOT NULL)"
     )
+
+
+@migration(4, "per-cube index terms")
+def _v4(conn: sqlite3.Connection) -> None:
+    # Full-text terms now carry their cube's prefix (retrieval.text.index_body): re-index.
+    from memstrata.retrieval.text import index_body
+
+    conn.execute("DELETE FROM items_fts")
+    rows = conn.execute("SELECT rid, cube_id, text, key, keywords FROM items").fetchall()
+    for rid, cube_id, text, key, keywords in rows:
+        body = index_body(" ".join([text, key or "", *json.loads(keywords)]), cube_id)
+        conn.execute(
+            "INSERT INTO items_fts (rowid, body, cube) VALUES (?, ?, ?)", (rid, body, cube_id)
+        )
 
 
 LATEST = max(_MIGRATIONS)

@@ -44,7 +44,7 @@ from memstrata.model import (
     utcnow,
 )
 from memstrata.retrieval.filters import Filters
-from memstrata.retrieval.text import any_of, index_text, phrase, query_terms
+from memstrata.retrieval.text import any_of, cube_prefix, index_body, query_terms
 from memstrata.store import rows, schema
 from memstrata.store.base import Scored, Vectors
 from memstrata.store.vectors import VectorCache
@@ -63,7 +63,7 @@ _EVENT_COLS = "seq, at, actor, cube_id, item_id, op, before, after, version, rea
 
 def fts_body(item: MemoryItem) -> str:
     """What the full-text index holds for an item: its text, key and keywords."""
-    return index_text(" ".join([item.text, item.key or "", *item.keywords]))
+    return index_body(" ".join([item.text, item.key or "", *item.keywords]), item.cube_id)
 
 
 def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
@@ -484,42 +484,41 @@ class SQLiteStore:
     def keyword_search(
         self, query: str, cube_ids: Sequence[str], filters: Filters, limit: int
     ) -> list[Scored]:
-        """BM25 over the item text, restricted to ``cube_ids`` inside the full-text index.
+        """BM25 over the item text of ``cube_ids`` (their prefixed terms, see ``text``).
 
         Cost grows with the postings a query touches, so only the query's rarest terms are
         kept, up to ``keyword_max_postings`` matches in these cubes (always at least one term):
         the common terms dropped carry the least BM25 weight, and the dense channel still sees
         the whole query.
         """
-        if not cube_ids:
-            return []
-        scope = f"cube : {any_of(list(cube_ids))}"
-        terms = self._rarest_terms(scope, query_terms(query))
+        prefixes = [cube_prefix(c) for c in dict.fromkeys(cube_ids)]
+        terms = self._rarest_terms(prefixes, query_terms(query))
         if not terms:
             return []
-        expression = f"{scope} AND body : {any_of(terms)}"
+        expression = f"body : {any_of([p + t for p in prefixes for t in terms])}"
         where, params = filter_sql(filters)
         sql = (
             "SELECT i.id, f.score FROM (SELECT rowid, bm25(items_fts, 1.0, 0.0) AS score "
             "FROM items_fts WHERE items_fts MATCH ? ORDER BY score LIMIT ?) AS f "
-            f"JOIN items i ON i.rid = f.rowid WHERE {where} ORDER BY f.score LIMIT ?"
+            f"JOIN items i ON i.rid = f.rowid WHERE i.cube_id IN ({', '.join('?' * len(cube_ids))}) "
+            f"AND {where} ORDER BY f.score LIMIT ?"
         )
         conn = self.reader()
         # Rank in the index first and filter a few times ``limit`` rows; only when filters
         # reject too many is every match joined and filtered.
-        found = conn.execute(sql, [expression, 4 * limit, *params, limit]).fetchall()
+        args = [*cube_ids, *params, limit]
+        found = conn.execute(sql, [expression, 4 * limit, *args]).fetchall()
         if len(found) < limit:
-            found = conn.execute(sql, [expression, -1, *params, limit]).fetchall()
+            found = conn.execute(sql, [expression, -1, *args]).fetchall()
         return [(r[0], -float(r[1])) for r in found]
 
-    def _rarest_terms(self, scope: str, terms: list[str]) -> list[str]:
-        """``terms`` found in ``scope``, rarest first, within the postings budget."""
+    def _rarest_terms(self, prefixes: list[str], terms: list[str]) -> list[str]:
+        """``terms`` found in these cubes, rarest first, within the postings budget."""
         counted = []
+        sql = "SELECT count(*) FROM items_fts WHERE items_fts MATCH ?"
         for term in terms:
-            sql = "SELECT count(*) FROM items_fts WHERE items_fts MATCH ?"
-            count = (
-                self.reader().execute(sql, (f"{scope} AND body : {phrase(term)}",)).fetchone()[0]
-            )
+            expression = f"body : {any_of([p + term for p in prefixes])}"
+            count = self.reader().execute(sql, (expression,)).fetchone()[0]
             if count:
                 counted.append((count, term))
         counted.sort()

@@ -22,3 +22,17 @@ def test_phrases_are_quoted_so_query_syntax_is_inert() -> None:
     assert phrase('say "hi"') == '"say ""hi"""'
     assert any_of(["a-b", "NEAR(x)"]) == '("a-b" OR "NEAR(x)")'
     assert query_terms("?!") == []
+
+
+def test_index_terms_carry_the_cube_prefix() -> None:
+    from memstrata.retrieval.text import cube_prefix, index_body
+
+    prefix = cube_prefix("notes")
+    assert len(prefix) == 6 and prefix.isalpha() and prefix.islower()
+    assert cube_prefix("notes") == prefix != cube_prefix("other")
+    assert index_body("Café 北京", "notes").split() == [
+        prefix + "Café",
+        prefix + "北",
+        prefix + "京",
+        prefix + "北京",
+    ]

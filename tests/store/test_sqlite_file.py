@@ -20,7 +20,12 @@ def test_new_file_is_created_migrated_and_in_wal(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA application_id").fetchone()[0] == schema.APPLICATION_ID
         rows = conn.execute("SELECT version, name FROM schema_migrations").fetchall()
-        assert rows == [(1, "data model"), (2, "page segments"), (3, "llm usage")]
+        assert rows == [
+            (1, "data model"),
+            (2, "page segments"),
+            (3, "llm usage"),
+            (4, "per-cube index terms"),
+        ]
     finally:
         conn.close()
     SQLiteStore(path).close()  # reopening migrates nothing and works
@@ -37,6 +42,15 @@ def test_a_version_1_file_is_migrated_forward_keeping_its_data(tmp_path: Path) -
     schema._v1(conn)
     conn.execute("INSERT INTO schema_migrations VALUES (1, 'data model', 0)")
     conn.execute("INSERT INTO users VALUES ('old', NULL, 'user', 0)")
+    conn.execute("INSERT INTO cubes VALUES ('c', 'c', 'old', 'user', '{}', 'm/4', 0)")
+    conn.execute(
+        "INSERT INTO items (rid, id, cube_id, version, tier, type, status, text, event_time,"
+        " created_at, updated_at, seq) VALUES (1, 'i1', 'c', 1, 'working', 'turn', 'generated',"
+        " 'an old hiking memory', 0, 0, 0, 1)"
+    )
+    conn.execute(
+        "INSERT INTO items_fts (rowid, body, cube) VALUES (1, 'an old hiking memory', 'c')"
+    )
     conn.execute("COMMIT")
     conn.close()
     store = SQLiteStore(path)
@@ -45,6 +59,10 @@ def test_a_version_1_file_is_migrated_forward_keeping_its_data(tmp_path: Path) -
         assert schema.current_version(store.reader()) == schema.LATEST
         columns = [r[1] for r in store.reader().execute("PRAGMA table_info(items)")]
         assert "segment_id" in columns
+        from memstrata.retrieval.filters import Filters
+
+        # the full-text index was rebuilt with per-cube terms (migration 4)
+        assert [i for i, _ in store.keyword_search("hiking", ["c"], Filters(), 5)] == ["i1"]
     finally:
         store.close()
 
