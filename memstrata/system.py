@@ -60,6 +60,8 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 _DEFAULT_EMBEDDER = "e5"
 MAX_TOP_K = 1000
 MAX_BUDGET = 1_000_000
+#: Seconds a cube's consolidation waits after an add, so that a burst of adds shares one task.
+CONSOLIDATE_DELAY_S = 1.0
 #: Seconds between writes of read counts (segment visits).
 READS_FLUSH_S = 5.0
 
@@ -274,9 +276,13 @@ class MemoryOS:
         ]
         vectors = self.embedder.embed_passages([embedding_text(i) for i in items])
         ids = self.store.add_items(items, vectors, fingerprint(self.embedder))
+        # With workers, consolidation waits a moment: the adds of a burst meet one pending
+        # task (deduplicated) instead of queueing, claiming and running a task each.
+        delay = CONSOLIDATE_DELAY_S if self.settings.workers else 0.0
         self.scheduler.submit(
-            "consolidate", {}, cube_id=cube_id, dedupe_key=f"consolidate:{cube_id}"
-        )
+            "consolidate", {}, cube_id=cube_id, dedupe_key=f"consolidate:{cube_id}",
+            delay_s=delay,
+        )  # fmt: skip
         return ids
 
     def search(
