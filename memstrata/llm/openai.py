@@ -3,8 +3,10 @@
 OpenAI, DeepSeek, Qwen (DashScope), Ollama, vLLM and the llama.cpp servers all speak it.  The API key,
 when given, is sent as a Bearer token and never appears in an error message.  A JSON schema is sent
 as ``response_format = {"type": "json_object", "schema": …}``: llama.cpp turns it into a grammar
-(the answer always parses and has that shape); the others treat it as plain JSON mode or ignore it.
-``<think>`` blocks of reasoning models are stripped from the answer.
+(the answer always parses and has that shape); most others treat it as plain JSON mode.  An API that
+refuses the ``schema`` key (OpenAI answers HTTP 400 "Unknown parameter: 'response_format.schema'")
+is asked again with plain ``{"type": "json_object"}``, and from then on only that.  ``<think>``
+blocks of reasoning models are stripped from the answer.
 
 Every failure (connection, timeout, non-2xx status, a body that is not a chat completion) raises
 ``LLMError`` naming the URL and the model.  One pooled ``httpx.Client`` serves every thread:
@@ -13,6 +15,7 @@ Every failure (connection, timeout, non-2xx status, a body that is not a chat co
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -21,6 +24,8 @@ import httpx
 
 from memstrata.errors import LLMError
 from memstrata.llm.base import ChatMessage, Completion, strip_think
+
+log = logging.getLogger(__name__)
 
 _EXCERPT = 200
 
@@ -41,6 +46,7 @@ class OpenAIChat:
         self._api_key = api_key
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(headers=headers, timeout=timeout_s)
+        self._schema_accepted = True
 
     def complete(
         self,
@@ -57,9 +63,9 @@ class OpenAIChat:
             "max_tokens": max_tokens,
             "temperature": temperature,
         }
-        if json_schema is not None:
-            body["response_format"] = {"type": "json_object", "schema": dict(json_schema)}
-        return self._parse(self._post(body))
+        if json_schema is None:
+            return self._parse(self._post(body))
+        return self._parse(self._post_json_mode(body, json_schema))
 
     def close(self) -> None:
         """Close the pooled HTTP connections."""
@@ -76,11 +82,28 @@ class OpenAIChat:
     ) -> None:
         self.close()
 
+    def _post_json_mode(self, body: dict[str, Any], schema: Mapping[str, Any]) -> Any:
+        if self._schema_accepted:
+            body["response_format"] = {"type": "json_object", "schema": dict(schema)}
+            response = self._send(body)
+            if not _refuses_schema(response):
+                return self._checked(response)
+            log.info("%s refuses response_format.schema; using plain JSON mode", self.url)
+            self._schema_accepted = False  # a benign race: at worst another call asks twice
+        body["response_format"] = {"type": "json_object"}
+        return self._post(body)
+
     def _post(self, body: dict[str, Any]) -> Any:
+        return self._checked(self._send(body))
+
+    def _send(self, body: dict[str, Any]) -> httpx.Response:
         try:
-            response = self._client.post(self.url, json=body)
+            return self._client.post(self.url, json=body)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise self._error(f"could not be reached ({type(exc).__name__}: {exc})") from exc
+
+    def _checked(self, response: httpx.Response) -> Any:
+        """The JSON body of a 2xx ``response``; raises ``LLMError`` otherwise."""
         if not response.is_success:
             excerpt = " ".join(response.text[:_EXCERPT].split())
             raise self._error(
@@ -118,6 +141,11 @@ def _count(value: object) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     return 0
+
+
+def _refuses_schema(response: httpx.Response) -> bool:
+    """True for a 400/422 answer that blames the ``schema`` inside ``response_format``."""
+    return response.status_code in (400, 422) and "schema" in response.text.lower()
 
 
 def _hint(status: int) -> str:

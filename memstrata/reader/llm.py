@@ -1,0 +1,201 @@
+"""The llm reader and summariser (DESIGN §3.5): one structured chat call per batch.
+
+``LLMReader.read(pages)`` makes one call for the whole promotion batch.  The prompt shows each
+page as ``[p1] 2024-05-08 Ann: text`` (short ids: cheap to copy and hard to garble) and asks for
+``{"findings": [...]}``; the JSON schema sent with it lists those ids as the only citable sources,
+so a server that enforces schemas (llama.cpp) cannot cite anything else.  The answer is checked
+by ``reader.grounding`` whatever the server did: invalid or ungrounded findings are dropped; an
+answer that is not the JSON asked for, or a failed call (``LLMError``), is retried ``retries``
+times, then the fallback reader (offline rules) reads the pages instead, with a warning logged.
+Model output that is not a valid, grounded finding never becomes memory text.
+
+Both classes are thread-safe when their ``LLM`` and ``on_usage`` callback are.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from memstrata.errors import LLMError
+from memstrata.llm.base import LLM, ChatMessage, Completion
+from memstrata.model import MemoryItem
+from memstrata.reader.findings import Finding, Reader
+from memstrata.reader.grounding import FINDING_TYPES, Malformed, json_object, parse_findings
+from memstrata.reader.offline import OfflineReader
+
+log = logging.getLogger(__name__)
+
+#: Called with every completion received (malformed ones too: their tokens were spent).
+UsageCallback = Callable[[Completion], None]
+
+_OFFLINE = OfflineReader()  # stateless, so one instance serves every LLMReader
+_PAGE_CHARS = 1000
+_SUMMARY_CHARS = 1000
+
+_READ_PROMPT = """\
+You read conversation pages and extract what is worth remembering about the people in them.
+Each page is shown as [id] date speaker: text.
+Answer with a JSON object {"findings": [...]}. Each finding has:
+- "type": "fact" (something that happened or holds), "profile" (an attribute of a person, with
+  "key" such as name, age, lives_in, from, job, employer, birthday, partner, and "value"),
+  "preference" (the subject likes, "polarity": 1, or dislikes, "polarity": -1, the thing in
+  "key"), or "knowledge" (what the assistant said it knows or will do);
+- "text": one short sentence in the third person that names the subject;
+- "subject": the name of the person it is about;
+- "sources": the ids of the pages that say it, e.g. ["p1"].
+State only what the pages say, and cite only the ids shown.
+If nothing is worth remembering, answer {"findings": []}."""
+
+_SUMMARY_PROMPT = """\
+Summarise these conversation pages in at most three sentences, keeping names, dates, places and
+numbers. Use only what the pages say. Answer with a JSON object {"summary": "..."}."""
+
+_SUMMARY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"summary": {"type": "string"}},
+    "required": ["summary"],
+}
+
+
+def findings_schema(page_ids: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema of an answer about pages citable as ``page_ids``."""
+    finding = {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "enum": list(FINDING_TYPES)},
+            "text": {"type": "string"},
+            "subject": {"type": "string"},
+            "key": {"type": "string"},
+            "value": {"type": "string"},
+            "polarity": {"type": "integer", "enum": [-1, 0, 1]},
+            "sources": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(page_ids)},
+                "minItems": 1,
+            },
+        },
+        "required": ["type", "text", "subject", "sources"],
+    }
+    return {
+        "type": "object",
+        "properties": {"findings": {"type": "array", "items": finding}},
+        "required": ["findings"],
+    }
+
+
+def render_pages(pages: Mapping[str, MemoryItem]) -> str:
+    """One line per page: ``[id] YYYY-MM-DD speaker: text`` (text on one line, cut if long)."""
+    return "\n".join(
+        f"[{ref}] {page.event_time:%Y-%m-%d} {page.speaker or page.role or 'user'}: "
+        f"{' '.join(page.text.split())[:_PAGE_CHARS]}"
+        for ref, page in pages.items()
+    )
+
+
+class LLMReader:
+    """Reads a batch of pages with one chat call; falls back to ``fallback`` on bad answers.
+
+    ``fallback=None`` raises ``LLMError`` instead of falling back.  ``on_usage`` is called with
+    each completion (to count tokens per cube); what it raises propagates.
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        fallback: Reader | None = _OFFLINE,
+        retries: int = 1,
+        on_usage: UsageCallback | None = None,
+        max_tokens: int = 1024,
+    ) -> None:
+        if retries < 0:
+            raise ValueError("retries must be 0 or more")
+        self.llm = llm
+        self.fallback = fallback
+        self.retries = retries
+        self.on_usage = on_usage
+        self.max_tokens = max_tokens
+
+    def read(self, pages: Sequence[MemoryItem]) -> list[Finding]:
+        """Grounded findings of ``pages``, each citing only their ids (see the module docstring)."""
+        if not pages:
+            return []
+        refs = {f"p{n}": page for n, page in enumerate(pages, 1)}
+        messages: list[ChatMessage] = [
+            {"role": "system", "content": _READ_PROMPT},
+            {"role": "user", "content": "Pages:\n" + render_pages(refs)},
+        ]
+        citable = {**refs, **{page.id: page for page in pages}}  # the real ids are fine too
+        problem: Exception | None = None
+        for _attempt in range(self.retries + 1):
+            try:
+                answer = self._complete(messages, findings_schema(list(refs)))
+                return parse_findings(answer.text, citable)
+            except (LLMError, Malformed) as exc:
+                log.info("llm reader: unusable answer (%s)", exc)
+                problem = exc
+        return self._fall_back(pages, problem)
+
+    def _complete(self, messages: list[ChatMessage], schema: dict[str, Any]) -> Completion:
+        answer = self.llm.complete(messages, json_schema=schema, max_tokens=self.max_tokens)
+        if self.on_usage is not None:
+            self.on_usage(answer)
+        return answer
+
+    def _fall_back(self, pages: Sequence[MemoryItem], problem: Exception | None) -> list[Finding]:
+        tries = self.retries + 1
+        if self.fallback is None:
+            raise LLMError(f"no usable answer from the chat model after {tries} tries: {problem}")
+        log.warning(
+            "llm reader: no usable answer after %d tries (%s); the %s reader reads these %d pages",
+            tries, problem, self.fallback.name, len(pages),
+        )  # fmt: skip
+        return self.fallback.read(pages)
+
+
+class LLMSummariser:
+    """Writes a segment summary with one chat call; ``None`` tells the caller to keep its own."""
+
+    def __init__(
+        self, llm: LLM, *, on_usage: UsageCallback | None = None, max_tokens: int = 256
+    ) -> None:
+        self.llm = llm
+        self.on_usage = on_usage
+        self.max_tokens = max_tokens
+
+    def summarise(self, texts: Sequence[str]) -> str | None:
+        """A summary of ``texts`` (page lines, in order), or None when there are none, the call
+        fails, or the answer is not ``{"summary": …}`` with 1 to 1000 characters.  Never raises
+        ``LLMError`` (it is logged); what ``on_usage`` raises propagates."""
+        if not texts:
+            return None
+        messages: list[ChatMessage] = [
+            {"role": "system", "content": _SUMMARY_PROMPT},
+            {"role": "user", "content": "\n".join(" ".join(t.split()) for t in texts)},
+        ]
+        try:
+            answer = self.llm.complete(
+                messages, json_schema=_SUMMARY_SCHEMA, max_tokens=self.max_tokens
+            )
+        except LLMError as exc:
+            log.warning("llm summariser: the call failed (%s); keeping the extractive summary", exc)
+            return None
+        if self.on_usage is not None:
+            self.on_usage(answer)
+        return _summary(answer.text)
+
+
+def _summary(text: str) -> str | None:
+    try:
+        raw = json_object(text).get("summary")
+    except Malformed:
+        raw = None
+    summary = " ".join(raw.split()) if isinstance(raw, str) else ""
+    if not summary or len(summary) > _SUMMARY_CHARS:
+        log.warning("llm summariser: unusable answer %.80r; keeping the extractive summary", text)
+        return None
+    return summary
