@@ -8,12 +8,14 @@ an error leaves the database as it was.  Thread-safe: a server may share one ins
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from types import TracebackType
 from typing import Any
 
@@ -28,6 +30,7 @@ from memstrata.errors import (
     UserNotFound,
     ValidationError,
 )
+from memstrata.llm import LLM, Completion, OpenAIChat, make_llm, usage
 from memstrata.model import (
     CUBE_KINDS,
     PERMISSIONS,
@@ -43,6 +46,8 @@ from memstrata.model import (
     permits,
     utcnow,
 )
+from memstrata.reader.findings import Reader
+from memstrata.reader.llm import LLMReader
 from memstrata.reader.messages import parse_messages
 from memstrata.reader.offline import OfflineReader
 from memstrata.retrieval.filters import Filters, parse_filters
@@ -56,6 +61,7 @@ from memstrata.tiers.mid import SEGMENTS, record_visits
 from memstrata.tiers.settings import TierSettings
 from memstrata.tiers.working import consolidate
 
+log = logging.getLogger("memstrata")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 _DEFAULT_EMBEDDER = "e5"
 MAX_TOP_K = 1000
@@ -77,11 +83,16 @@ class MemoryOS:
         *,
         queue: TaskQueue,
         owns_embedder: bool = False,
+        llm: LLM | None = None,
+        record_usage: Callable[[str, Completion], None] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self._owns_embedder = owns_embedder
+        #: the chat model of the ``llm`` reader (None: the offline reader); owned and closed here
+        self.llm = llm
+        self._record_usage = record_usage
         self.scheduler = Scheduler(queue, workers=settings.workers, lease_s=settings.task_lease_s)
         self.scheduler.register("consolidate", self._consolidate)
         self.scheduler.register("promote", self._promote)
@@ -132,7 +143,14 @@ class MemoryOS:
             raise
         settings = replace(settings, embedder=chosen)
         queue = SQLiteTaskQueue(store)
-        return cls(store, instance, settings, queue=queue, owns_embedder=given is None)
+        llm = make_llm(settings)
+        if isinstance(llm, OpenAIChat) and (problem := llm.probe()) is not None:
+            # Not fatal: add and search need no model, and promotion falls back to the rules.
+            log.warning("the LLM reader's endpoint is not available: %s", problem)
+        return cls(
+            store, instance, settings, queue=queue, owns_embedder=given is None, llm=llm,
+            record_usage=partial(usage.record, store),
+        )  # fmt: skip
 
     def close(self) -> None:
         """Flush read counts, stop the workers, close the store (and the embedder ``open`` made).
@@ -143,6 +161,8 @@ class MemoryOS:
         self._flush_reads(force=True)
         self.scheduler.close()
         self.store.close()
+        if self.llm is not None:
+            self.llm.close()
         if self._owns_embedder and isinstance(self.embedder, Closeable):
             self.embedder.close()
 
@@ -461,7 +481,7 @@ class MemoryOS:
         if not promote_all:
             self._promote_hot(segments)
             return 0
-        long_tier = LongTier(self.store, self.embedder, OfflineReader())
+        long_tier = LongTier(self.store, self.embedder, self._reader(cube_id))
         active = self.store.list_items(cube_id, SEGMENTS)
         return sum(len(long_tier.promote(segment.id)) for segment in active)
 
@@ -515,7 +535,17 @@ class MemoryOS:
         if cube is None:
             return
         self._check_embedder(cube)
-        LongTier(self.store, self.embedder, OfflineReader()).promote(task.payload["segment_id"])
+        LongTier(self.store, self.embedder, self._reader(cube.cube_id)).promote(
+            task.payload["segment_id"]
+        )
+
+    def _reader(self, cube_id: str) -> Reader:
+        """The reader promotions use: the LLM's, counting its tokens against the cube, or rules."""
+        if self.llm is None:
+            return OfflineReader()
+        record = self._record_usage
+        on_usage = None if record is None else partial(record, cube_id)
+        return LLMReader(self.llm, on_usage=on_usage)
 
     # -- checks ------------------------------------------------------------------------------
 

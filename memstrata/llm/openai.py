@@ -42,7 +42,8 @@ class OpenAIChat:
         timeout_s: float = 60.0,
     ) -> None:
         self.model = model
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + "/chat/completions"
         self._api_key = api_key
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(headers=headers, timeout=timeout_s)
@@ -66,6 +67,16 @@ class OpenAIChat:
         if json_schema is None:
             return self._parse(self._post(body))
         return self._parse(self._post_json_mode(body, json_schema))
+
+    def probe(self, timeout_s: float = 3.0) -> str | None:
+        """None when ``GET {base_url}/models`` answers 2xx, else what went wrong (one line)."""
+        try:
+            response = self._client.get(self.base_url + "/models", timeout=timeout_s)
+        except httpx.HTTPError as exc:
+            return f"{self.base_url} could not be reached ({type(exc).__name__})"
+        if not response.is_success:
+            return f"{self.base_url}/models answered HTTP {response.status_code}"
+        return None
 
     def close(self) -> None:
         """Close the pooled HTTP connections."""
