@@ -95,8 +95,9 @@ class Memoryos:
     def retrieve_context(self, query: str, budget_tokens: int = 1000) -> dict[str, Any]:
         """What MemoryOS's retriever returns, plus the packed ``context`` text."""
         ctx = self.memory.context(
-            query, user_id=self.user_id, cube_ids=[self.cube_id], budget_tokens=budget_tokens
-        )
+            query, user_id=self.user_id, cube_ids=[self.cube_id], budget_tokens=budget_tokens,
+            expand_sources=False,  # MemoryOS returns pages and knowledge apart
+        )  # fmt: skip
         long = [i for i in ctx.items if i.tier == "long"]
         return {
             "context": ctx.text,

@@ -254,7 +254,7 @@ def test_demo_json_and_rerun_on_a_kept_database(db_path: Path) -> None:
     assert again["added"] == first["added"]  # the sample's ids make re-ingesting a no-op
     assert [len(s["hits"]) for s in first["searches"]] == [3, 3, 3, 3]
     top = first["searches"][0]["hits"][0]["item"]
-    assert top["speaker"] == "Maya" and "Pepper" in top["text"]
+    assert "Pepper" in top["text"]  # the turn, or the fact the offline reader made of it
     since = first["searches"][2]
     assert all(h["item"]["event_time"] >= "2024-09-01" for h in since["hits"])
 

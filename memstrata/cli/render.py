@@ -53,6 +53,9 @@ def cube_row(cube: Cube) -> tuple[str, ...]:
 
 
 def who(item: MemoryItem) -> str:
+    """Who said it; for a derived item (a fact, a topic segment…) its kind in parentheses."""
+    if item.type != "turn":
+        return f"({'topic' if item.type == 'segment' else item.type})"
     return item.speaker or item.role or "-"
 
 

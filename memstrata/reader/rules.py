@@ -72,7 +72,7 @@ _PRONOUNS: list[tuple[re.Pattern[str], str]] = [
 _PRESENT = frozenset(
     """live work love like hate enjoy want need think feel know prefer play drink eat run teach
     study go do cook read write paint try wish hope plan miss own use watch visit volunteer
-    collect practice practise speak""".split()
+    collect practice practise speak owe agree remember guess bet say see mean believe""".split()
 )
 _ADVERB = r"(?:(?:really|always|usually|often|also|just|still|never|sometimes|actually) )?"
 _I_VERB = re.compile(rf"\bI ({_ADVERB})(\w+)\b")
