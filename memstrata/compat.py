@@ -12,15 +12,15 @@ from __future__ import annotations
 import re
 from contextlib import suppress
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from memstrata.closing import Closing
 from memstrata.errors import AlreadyExists, ConfigurationError
 from memstrata.model import MemoryItem
 from memstrata.system import MemoryOS
 
 
-class Memoryos:
+class Memoryos(Closing):
     """One user's memory with one assistant, through MemoryOS's calls."""
 
     def __init__(
@@ -63,17 +63,6 @@ class Memoryos:
 
     def close(self) -> None:
         self.memory.close()
-
-    def __enter__(self) -> Memoryos:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def add_memory(
         self,

@@ -16,9 +16,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
-from types import TracebackType
 from typing import Any
 
+from memstrata.closing import Closing
 from memstrata.config import Settings
 from memstrata.embed import Closeable, Embedder, fingerprint, make_embedder
 from memstrata.errors import (
@@ -72,7 +72,7 @@ CONSOLIDATE_DELAY_S = 1.0
 READS_FLUSH_S = 5.0
 
 
-class MemoryOS:
+class MemoryOS(Closing):
     """Long-term memory for agents: users, cubes, grants, add, search, get, update, history."""
 
     def __init__(
@@ -165,17 +165,6 @@ class MemoryOS:
             self.llm.close()
         if self._owns_embedder and isinstance(self.embedder, Closeable):
             self.embedder.close()
-
-    def __enter__(self) -> MemoryOS:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- users, cubes, grants ----------------------------------------------------------------
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Any
 
 import httpx
 import numpy as np
 import numpy.typing as npt
 
+from memstrata.closing import Closing
 from memstrata.config import Settings
 from memstrata.embed.base import Vectors, batched, check_texts, concat_rows, normalise
 from memstrata.errors import EmbeddingError
@@ -28,7 +28,7 @@ _PROBE = "dimension"
 _EXCERPT = 200
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(Closing):
     """Embeddings from a hosted or local OpenAI-compatible API; symmetric query/passage."""
 
     name = "openai"
@@ -65,17 +65,6 @@ class OpenAIEmbedder:
     def close(self) -> None:
         """Close the pooled HTTP connections."""
         self._client.close()
-
-    def __enter__(self) -> OpenAIEmbedder:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _request(self, texts: list[str]) -> Vectors:
         response = self._post({"model": self.model, "input": texts})

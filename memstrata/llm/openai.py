@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
 import httpx
 
+from memstrata.closing import Closing
 from memstrata.errors import LLMError
 from memstrata.llm.base import ChatMessage, Completion, strip_think
 
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 _EXCERPT = 200
 
 
-class OpenAIChat:
+class OpenAIChat(Closing):
     """A chat model behind an OpenAI-compatible API (``base_url`` ends in ``/v1``)."""
 
     def __init__(
@@ -81,17 +81,6 @@ class OpenAIChat:
     def close(self) -> None:
         """Close the pooled HTTP connections."""
         self._client.close()
-
-    def __enter__(self) -> OpenAIChat:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _post_json_mode(self, body: dict[str, Any], schema: Mapping[str, Any]) -> Any:
         if self._schema_accepted:

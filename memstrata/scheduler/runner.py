@@ -16,9 +16,9 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any
 
+from memstrata.closing import Closing
 from memstrata.errors import ConfigurationError
 from memstrata.scheduler.base import Task, TaskQueue
 from memstrata.scheduler.heartbeat import Heartbeat
@@ -35,7 +35,7 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
-class Scheduler:
+class Scheduler(Closing):
     """Runs tasks of ``queue`` with the handlers registered per kind.
 
     ``workers`` threads claim tasks once ``start()`` is called; ``workers=0`` is inline mode:
@@ -177,17 +177,6 @@ class Scheduler:
         """Seconds before retrying after failed attempt number ``attempts`` (1 = the first)."""
         # The exponent is capped so a huge attempt count cannot overflow a float.
         return min(self.max_backoff_s, self.backoff_s * 2.0 ** min(attempts - 1, 60))
-
-    def __enter__(self) -> Scheduler:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- running tasks -----------------------------------------------------------------------
 

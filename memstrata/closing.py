@@ -1,0 +1,26 @@
+"""``Closing``: the context-manager half of every object that holds resources."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TypeVar
+
+_T = TypeVar("_T", bound="Closing")
+
+
+class Closing:
+    """Mixin: ``with obj:`` calls ``obj.close()`` on the way out, however the block ends."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _T) -> _T:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
