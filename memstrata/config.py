@@ -67,7 +67,10 @@ class Settings:
         metadata=_help("seconds a task is leased to a worker before others may retry it"),
     )
     busy_timeout_ms: int = field(default=10000, metadata=_help("SQLite busy timeout"))
-    rrf_k: int = field(default=60, metadata=_help("reciprocal rank fusion constant"))
+    rrf_k: int = field(
+        default=20,
+        metadata=_help("reciprocal rank fusion constant (20: best of 10/20/60 on LoCoMo dev)"),
+    )
     search_candidates: int = field(
         default=50, metadata=_help("candidates per channel before fusion (at least 2×top_k)")
     )

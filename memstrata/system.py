@@ -52,7 +52,12 @@ from memstrata.reader.messages import parse_messages
 from memstrata.reader.offline import OfflineReader
 from memstrata.retrieval.filters import Filters, parse_filters
 from memstrata.retrieval.pack import Context, pack
-from memstrata.retrieval.search import embedding_text, expand_to_sources, hybrid_search
+from memstrata.retrieval.search import (
+    embedding_text,
+    expand_chain,
+    expand_to_sources,
+    hybrid_search,
+)
 from memstrata.scheduler import Scheduler, SQLiteTaskQueue, Task, TaskQueue, TaskStatus
 from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore
@@ -329,12 +334,14 @@ class MemoryOS(Closing):
         session_id: str | None = None,
         filters: Filters | Mapping[str, Any] | None = None,
         expand_sources: bool = True,
+        chain: bool = True,
     ) -> Context:
         """The memories for ``query`` packed into ``budget_tokens`` (see ``retrieval.pack``).
 
         With ``session_id``, that session's working turns come first.  With ``expand_sources``
         a long-tier hit (fact, profile, preference, knowledge) is shown as the turns it came
-        from (see ``retrieval.search.expand_to_sources``).  Never exceeds the budget.
+        from (see ``retrieval.search.expand_to_sources``); with ``chain`` each turn brings the
+        next turn of its session (``expand_chain``).  Never exceeds the budget.
         """
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
             raise ValidationError("budget_tokens must be an integer")
@@ -344,6 +351,8 @@ class MemoryOS(Closing):
         hits = self.search(query, user_id=user_id, cube_ids=cube_ids, top_k=top_k, filters=filters)
         if expand_sources:
             hits = expand_to_sources(self.store, hits)
+        if chain:
+            hits = expand_chain(self.store, hits)
         profile = [
             a.text
             for cube in self._readable(user_id, cube_ids)

@@ -105,6 +105,11 @@ class ItemStore(Protocol):
         Items without a session form one session of their own.
         """
 
+    def next_turns(self, cube_id: str, item_ids: Sequence[str]) -> dict[str, str]:
+        """For each of these turns, the id of the turn after it in its session (by event time,
+        then id), among searchable turns; turns without a session or a successor are left out.
+        """
+
     def record_access(self, counts: Mapping[str, int], at: datetime) -> None:
         """Add ``counts`` to the items' ``access_count`` and set ``last_accessed_at``.
 

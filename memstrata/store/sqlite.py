@@ -402,6 +402,21 @@ class SQLiteStore:
         )
         return [rows.item_from_dict(r) for r in self.reader().execute(sql, (cube_id, capacity))]
 
+    def next_turns(self, cube_id: str, item_ids: Sequence[str]) -> dict[str, str]:
+        if not item_ids:
+            return {}
+        live = ", ".join(f"'{s}'" for s in SEARCHABLE_STATUSES)
+        marks = ", ".join("?" * len(item_ids))
+        sql = (
+            "SELECT id, next_id FROM (SELECT i.id, LEAD(i.id) OVER (PARTITION BY i.session_id "
+            "ORDER BY i.event_time, i.id) AS next_id FROM items i WHERE i.cube_id = ? "
+            f"AND i.type = 'turn' AND i.status IN ({live}) AND i.session_id IN "
+            f"(SELECT session_id FROM items WHERE id IN ({marks}))) "
+            f"WHERE id IN ({marks}) AND next_id IS NOT NULL"
+        )
+        rows_ = self.reader().execute(sql, [cube_id, *item_ids, *item_ids])
+        return {r[0]: r[1] for r in rows_}
+
     def record_access(self, counts: Mapping[str, int], at: datetime) -> None:
         with self.transaction() as conn:
             conn.executemany(

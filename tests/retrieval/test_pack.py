@@ -77,3 +77,21 @@ def test_profile_lines_come_first_within_the_budget() -> None:
     assert ctx.profile == ["Ann lives in Porto"]
     tiny = pack([], [], 3, profile=["Ann lives in Porto"])  # does not fit: left out
     assert tiny.text == "" and tiny.tokens == 0
+
+
+def test_context_brings_the_next_turn_of_each_hit(mos: MemoryOS) -> None:
+    mos.create_user("u")
+    cube = mos.create_cube("c", owner="u").cube_id
+    ids = mos.add(
+        [{"name": "Ann", "content": "What did you name the new puppy?"},
+         {"name": "Bob", "content": "Biscuit, after the colour of his fur."},
+         {"name": "Ann", "content": "Unrelated weather talk."}],
+        user_id="u", cube_id=cube, session_id="s",
+    )  # fmt: skip
+    ctx = mos.context("name the new puppy", user_id="u", budget_tokens=60)
+    first, second = ctx.hits[:2]
+    assert (first.item.id, second.item.id) == (ids[0], ids[1])
+    assert second.score == first.score  # it came along with the question, not on its own rank
+    plain = mos.context("name the new puppy", user_id="u", budget_tokens=60, chain=False)
+    assert plain.hits[0].item.id == ids[0]
+    assert all(h.score < plain.hits[0].score for h in plain.hits[1:])

@@ -264,3 +264,19 @@ def test_get_vectors_in_order(store: Store) -> None:
     assert np.allclose(vectors, np.stack([unit(1), unit(0)]))
     with pytest.raises(ItemNotFound):
         store.get_vectors([ids[0], "missing"])
+
+
+def test_next_turns_follow_each_session_in_time_order(store: Store) -> None:
+    t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    ids = add(
+        store,
+        (item("s1 first", session_id="s1", event_time=t0), unit(0)),
+        (item("s2 only", session_id="s2", event_time=t0), unit(1)),
+        (item("s1 second", session_id="s1", event_time=t0), unit(2)),  # same time: id order
+        (item("s1 third", session_id="s1", event_time=t0.replace(day=2)), unit(3)),
+        (item("no session", event_time=t0), unit(4)),
+        (item("a fact", session_id="s1", event_time=t0, type="fact"), unit(5)),
+    )
+    following = store.next_turns("c1", [ids[0], ids[1], ids[2], ids[3], ids[4]])
+    assert following == {ids[0]: ids[2], ids[2]: ids[3]}
+    assert store.next_turns("c1", []) == {}

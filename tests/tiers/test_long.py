@@ -103,7 +103,7 @@ def test_context_shows_long_tier_hits_as_their_source_turns(mos: MemoryOS) -> No
     cube = setup(mos)
     (turn,) = say(mos, cube, ("I live in Porto.", "2024-03-01T10:00:00Z"))
     only_long = {"tier": "long"}
-    ctx = mos.context("Where does Ann live?", user_id="u", filters=only_long)
+    ctx = mos.context("Where does Ann live?", user_id="u", filters=only_long, chain=False)
     assert [h.item.id for h in ctx.hits] == [turn]  # every long hit came from that one turn
     assert "Ann: I live in Porto." in ctx.text
     raw = mos.context("Where does Ann live?", user_id="u", filters=only_long, expand_sources=False)
