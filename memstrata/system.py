@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
-import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -21,10 +18,10 @@ from typing import Any
 from memstrata.closing import Closing
 from memstrata.config import Settings
 from memstrata.embed import Closeable, Embedder, fingerprint, make_embedder
+from memstrata.embed.base import check_cube_embedder
 from memstrata.errors import (
     ConflictError,
     CubeNotFound,
-    EmbedderMismatch,
     ItemNotFound,
     PermissionDenied,
     UserNotFound,
@@ -46,10 +43,7 @@ from memstrata.model import (
     permits,
     utcnow,
 )
-from memstrata.reader.findings import Reader
-from memstrata.reader.llm import LLMReader
 from memstrata.reader.messages import parse_messages
-from memstrata.reader.offline import OfflineReader
 from memstrata.retrieval.filters import Filters, parse_filters
 from memstrata.retrieval.pack import Context, pack
 from memstrata.retrieval.search import (
@@ -61,10 +55,8 @@ from memstrata.retrieval.search import (
 from memstrata.scheduler import Scheduler, SQLiteTaskQueue, Task, TaskQueue, TaskStatus
 from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore
-from memstrata.tiers.long import LongTier
-from memstrata.tiers.mid import SEGMENTS, record_visits
 from memstrata.tiers.settings import TierSettings
-from memstrata.tiers.working import consolidate
+from memstrata.tiers.tasks import TierTasks
 
 log = logging.getLogger("memstrata")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
@@ -97,14 +89,8 @@ class MemoryOS(Closing):
         self._owns_embedder = owns_embedder
         #: the chat model of the ``llm`` reader (None: the offline reader); owned and closed here
         self.llm = llm
-        self._record_usage = record_usage
         self.scheduler = Scheduler(queue, workers=settings.workers, lease_s=settings.task_lease_s)
-        self.scheduler.register("consolidate", self._consolidate)
-        self.scheduler.register("promote", self._promote)
-        self.scheduler.register("visits", self._visits)
-        self._reads: Counter[str] = Counter()
-        self._reads_lock = threading.Lock()
-        self._reads_flushed = time.monotonic()
+        self.tiers = TierTasks(store, embedder, self.scheduler, llm=llm, record_usage=record_usage)
         self.scheduler.start()
 
     @classmethod
@@ -163,7 +149,7 @@ class MemoryOS(Closing):
         A task still running is abandoned with its lease; it runs again, in this or another
         process, once the lease has expired.
         """
-        self._flush_reads(force=True)
+        self.tiers.flush_reads(force=True)
         self.scheduler.close()
         self.store.close()
         if self.llm is not None:
@@ -290,13 +276,7 @@ class MemoryOS(Closing):
         ]
         vectors = self.embedder.embed_passages([embedding_text(i) for i in items])
         ids = self.store.add_items(items, vectors, fingerprint(self.embedder))
-        # With workers, consolidation waits a moment: the adds of a burst meet one pending
-        # task (deduplicated) instead of queueing, claiming and running a task each.
-        delay = CONSOLIDATE_DELAY_S if self.settings.workers else 0.0
-        self.scheduler.submit(
-            "consolidate", {}, cube_id=cube_id, dedupe_key=f"consolidate:{cube_id}",
-            delay_s=delay,
-        )  # fmt: skip
+        self.tiers.added(cube_id)
         return ids
 
     def search(
@@ -321,7 +301,7 @@ class MemoryOS(Closing):
             self._check_embedder(cube)
         scope = [c.cube_id for c in cubes]
         hits = hybrid_search(self.store, self.embedder, self.settings, query, scope, parsed, top_k)
-        self._note_reads(hits)
+        self.tiers.note_reads(h.item for h in hits)
         return hits
 
     def context(
@@ -473,77 +453,7 @@ class MemoryOS(Closing):
         segment is also promoted whatever its heat (MemoryOS's ``force_mid_term_analysis``).
         Needs ``write``.  Returns how many findings the long tier took in.
         """
-        cube = self._require(user_id, cube_id, "write")
-        self._check_embedder(cube)
-        segments = consolidate(self.store, cube_id, fingerprint(self.embedder))
-        if not promote_all:
-            self._promote_hot(segments)
-            return 0
-        long_tier = LongTier(self.store, self.embedder, self._reader(cube_id))
-        active = self.store.list_items(cube_id, SEGMENTS)
-        return sum(len(long_tier.promote(segment.id)) for segment in active)
-
-    def _consolidate(self, task: Task) -> None:
-        """Task ``consolidate``: move overflowing working turns of a cube into the mid tier."""
-        cube = self.store.get_cube(task.cube_id or "")
-        if cube is None:
-            return  # the cube is gone: nothing to do
-        self._check_embedder(cube)
-        self._promote_hot(consolidate(self.store, cube.cube_id, fingerprint(self.embedder)))
-
-    def _promote_hot(self, segments: list[MemoryItem]) -> None:
-        """Queue the promotion of every segment whose heat reached its cube's threshold."""
-        for segment in segments:
-            cube = self.store.get_cube(segment.cube_id)
-            if cube is None or segment.heat is None:
-                continue
-            if segment.heat >= TierSettings.parse(cube.settings).heat_threshold:
-                self.scheduler.submit(
-                    "promote", {"segment_id": segment.id}, cube_id=cube.cube_id,
-                    dedupe_key=f"promote:{cube.cube_id}:{segment.id}",
-                )  # fmt: skip
-
-    def _note_reads(self, hits: list[Hit]) -> None:
-        """Count the hits as reads; a ``visits`` task writes them out every few seconds.
-
-        Nothing is written on the search path itself (DESIGN §4.6); counts not yet flushed are
-        lost if the process dies, which only makes a topic a little colder.
-        """
-        with self._reads_lock:
-            self._reads.update(h.item.id for h in hits)
-        self._flush_reads()
-
-    def _flush_reads(self, force: bool = False) -> None:
-        with self._reads_lock:
-            due = force or time.monotonic() - self._reads_flushed >= READS_FLUSH_S
-            if not due or not self._reads:
-                return
-            counts, self._reads = dict(self._reads), Counter()
-            self._reads_flushed = time.monotonic()
-        self.scheduler.submit("visits", {"counts": counts})
-
-    def _visits(self, task: Task) -> None:
-        """Task ``visits``: record reads and heat the segments read; promote the hot ones."""
-        counts = {str(k): int(v) for k, v in task.payload["counts"].items()}
-        self._promote_hot(record_visits(self.store, counts, utcnow()))
-
-    def _promote(self, task: Task) -> None:
-        """Task ``promote``: read a hot segment's unprocessed pages into the long tier."""
-        cube = self.store.get_cube(task.cube_id or "")
-        if cube is None:
-            return
-        self._check_embedder(cube)
-        LongTier(self.store, self.embedder, self._reader(cube.cube_id)).promote(
-            task.payload["segment_id"]
-        )
-
-    def _reader(self, cube_id: str) -> Reader:
-        """The reader promotions use: the LLM's, counting its tokens against the cube, or rules."""
-        if self.llm is None:
-            return OfflineReader()
-        record = self._record_usage
-        on_usage = None if record is None else partial(record, cube_id)
-        return LLMReader(self.llm, on_usage=on_usage)
+        return self.tiers.consolidate_now(self._require(user_id, cube_id, "write"), promote_all)
 
     # -- checks ------------------------------------------------------------------------------
 
@@ -579,9 +489,7 @@ class MemoryOS(Closing):
         return item
 
     def _check_embedder(self, cube: Cube) -> None:
-        current = fingerprint(self.embedder)
-        if cube.embedder is not None and cube.embedder != current:
-            raise EmbedderMismatch(cube.cube_id, cube.embedder, current)
+        check_cube_embedder(cube, self.embedder)
 
 
 def _check_id(value: object, what: str) -> None:

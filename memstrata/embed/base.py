@@ -30,10 +30,17 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from memstrata.errors import ConfigurationError, EmbeddingError, MemstrataError, ValidationError
+from memstrata.errors import (
+    ConfigurationError,
+    EmbedderMismatch,
+    EmbeddingError,
+    MemstrataError,
+    ValidationError,
+)
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
+    from memstrata.model import Cube
 
 Vectors = npt.NDArray[np.float32]
 EngineT = TypeVar("EngineT")
@@ -64,6 +71,13 @@ class Closeable(Protocol):
 def fingerprint(embedder: Embedder) -> str:
     """The string a cube records: ``model_id/dim``."""
     return f"{embedder.model_id}/{embedder.dim}"
+
+
+def check_cube_embedder(cube: Cube, embedder: Embedder) -> None:
+    """``EmbedderMismatch`` unless ``cube``'s vectors were written by ``embedder``'s model."""
+    current = fingerprint(embedder)
+    if cube.embedder is not None and cube.embedder != current:
+        raise EmbedderMismatch(cube.cube_id, cube.embedder, current)
 
 
 def normalise(matrix: npt.NDArray[np.floating]) -> Vectors:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import memstrata.system
+import memstrata.tiers.tasks
 from memstrata import MemoryOS
 from memstrata.retrieval.filters import Filters
 
@@ -12,7 +12,7 @@ from memstrata.retrieval.filters import Filters
 def test_reads_become_visits_that_heat_and_promote_a_segment(
     mos: MemoryOS, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(memstrata.system, "READS_FLUSH_S", 0.0)
+    monkeypatch.setattr(memstrata.tiers.tasks, "READS_FLUSH_S", 0.0)
     mos.create_user("u")
     settings = {"working_capacity": 1, "similarity_threshold": 0.0, "heat_threshold": 21.5,
                 "alpha": 10.0}  # fmt: skip

@@ -1,0 +1,147 @@
+"""The tiers' background work (DESIGN §3, §8): the scheduler tasks that move memories between
+tiers, and the read counts that heat segments.
+
+Tasks: ``consolidate`` (a cube's working overflow into the mid tier, queued after each add),
+``promote`` (a hot segment's pages into the long tier), ``visits`` (read counts into heat).
+Each is idempotent; each checks the cube's embedder first, so a mismatched cube fails its task
+with ``EmbedderMismatch`` instead of mixing vector spaces.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from functools import partial
+
+from memstrata.embed.base import Embedder, check_cube_embedder, fingerprint
+from memstrata.llm import LLM, Completion
+from memstrata.model import Cube, MemoryItem, utcnow
+from memstrata.reader.findings import Reader
+from memstrata.reader.llm import LLMReader
+from memstrata.reader.offline import OfflineReader
+from memstrata.scheduler import Scheduler, Task
+from memstrata.store.base import Store
+from memstrata.tiers.long import LongTier
+from memstrata.tiers.mid import SEGMENTS, record_visits
+from memstrata.tiers.settings import TierSettings
+from memstrata.tiers.working import consolidate
+
+#: Seconds a cube's consolidation waits after an add, so that a burst of adds shares one task.
+CONSOLIDATE_DELAY_S = 1.0
+#: Seconds between writes of read counts (segment visits).
+READS_FLUSH_S = 5.0
+
+UsageRecorder = Callable[[str, Completion], None]
+
+
+class TierTasks:
+    """Registers the tier tasks on a scheduler and queues them.  Thread-safe."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        scheduler: Scheduler,
+        *,
+        llm: LLM | None = None,
+        record_usage: UsageRecorder | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.scheduler = scheduler
+        self.llm = llm
+        self._record_usage = record_usage
+        self._reads: Counter[str] = Counter()
+        self._reads_lock = threading.Lock()
+        self._reads_flushed = time.monotonic()
+        scheduler.register("consolidate", self._consolidate)
+        scheduler.register("promote", self._promote)
+        scheduler.register("visits", self._visits)
+
+    def added(self, cube_id: str) -> None:
+        """Queue the cube's consolidation after an add (delayed with workers, so a burst of adds
+        meets one pending, deduplicated task instead of queueing one each)."""
+        delay = CONSOLIDATE_DELAY_S if self.scheduler.workers else 0.0
+        self.scheduler.submit(
+            "consolidate", {}, cube_id=cube_id, dedupe_key=f"consolidate:{cube_id}",
+            delay_s=delay,
+        )  # fmt: skip
+
+    def consolidate_now(self, cube: Cube, promote_all: bool) -> int:
+        """Consolidate ``cube`` in this thread; with ``promote_all`` promote every active segment.
+
+        Returns how many findings the long tier took in (0 without ``promote_all``).
+        """
+        check_cube_embedder(cube, self.embedder)
+        segments = consolidate(self.store, cube.cube_id, fingerprint(self.embedder))
+        if not promote_all:
+            self._promote_hot(segments)
+            return 0
+        long_tier = LongTier(self.store, self.embedder, self.reader(cube.cube_id))
+        active = self.store.list_items(cube.cube_id, SEGMENTS)
+        return sum(len(long_tier.promote(segment.id)) for segment in active)
+
+    def note_reads(self, items: Iterable[MemoryItem]) -> None:
+        """Count reads; a ``visits`` task writes them out every ``READS_FLUSH_S`` seconds.
+
+        Nothing is written on the search path itself (DESIGN §4.6); counts not yet flushed are
+        lost if the process dies, which only makes a topic a little colder.
+        """
+        with self._reads_lock:
+            self._reads.update(item.id for item in items)
+        self.flush_reads()
+
+    def flush_reads(self, force: bool = False) -> None:
+        with self._reads_lock:
+            due = force or time.monotonic() - self._reads_flushed >= READS_FLUSH_S
+            if not due or not self._reads:
+                return
+            counts, self._reads = dict(self._reads), Counter()
+            self._reads_flushed = time.monotonic()
+        self.scheduler.submit("visits", {"counts": counts})
+
+    def reader(self, cube_id: str) -> Reader:
+        """The reader promotions use: the LLM's, counting its tokens against the cube, or rules."""
+        if self.llm is None:
+            return OfflineReader()
+        record = self._record_usage
+        on_usage = None if record is None else partial(record, cube_id)
+        return LLMReader(self.llm, on_usage=on_usage)
+
+    def _cube(self, task: Task) -> Cube | None:
+        cube = self.store.get_cube(task.cube_id or "")
+        if cube is not None:
+            check_cube_embedder(cube, self.embedder)
+        return cube
+
+    def _consolidate(self, task: Task) -> None:
+        """Task ``consolidate``: move overflowing working turns of a cube into the mid tier."""
+        cube = self._cube(task)
+        if cube is not None:  # else the cube is gone: nothing to do
+            self._promote_hot(consolidate(self.store, cube.cube_id, fingerprint(self.embedder)))
+
+    def _promote(self, task: Task) -> None:
+        """Task ``promote``: read a hot segment's unprocessed pages into the long tier."""
+        cube = self._cube(task)
+        if cube is not None:
+            long_tier = LongTier(self.store, self.embedder, self.reader(cube.cube_id))
+            long_tier.promote(task.payload["segment_id"])
+
+    def _visits(self, task: Task) -> None:
+        """Task ``visits``: record reads and heat the segments read; promote the hot ones."""
+        counts = {str(k): int(v) for k, v in task.payload["counts"].items()}
+        self._promote_hot(record_visits(self.store, counts, utcnow()))
+
+    def _promote_hot(self, segments: list[MemoryItem]) -> None:
+        """Queue the promotion of every segment whose heat reached its cube's threshold."""
+        for segment in segments:
+            cube = self.store.get_cube(segment.cube_id)
+            if cube is None or segment.heat is None:
+                continue
+            if segment.heat >= TierSettings.parse(cube.settings).heat_threshold:
+                self.scheduler.submit(
+                    "promote", {"segment_id": segment.id}, cube_id=cube.cube_id,
+                    dedupe_key=f"promote:{cube.cube_id}:{segment.id}",
+                )  # fmt: skip
