@@ -77,9 +77,10 @@ def expand_to_sources(store: Store, hits: list[Hit]) -> list[Hit]:
 def expand_chain(store: Store, hits: list[Hit]) -> list[Hit]:
     """Hits with each turn followed by the next turn of its session (MemoryOS's dialogue chain).
 
-    A turn that asks is often answered by the next one: measured on LoCoMo's development
-    split, this lifts evidence recall within 1000 tokens from 0.69 to 0.72.  The neighbour
-    takes its turn's score and ranks; a turn already present is not repeated.
+    A turn that asks is often answered by the next one: on LoCoMo's development split this
+    (with RRF k = 20) lifts evidence recall within 1000 tokens from 0.668 to 0.729
+    (docs/evaluation.md).  The neighbour takes its turn's score and ranks; a turn already
+    present is not repeated.
     """
     turns: dict[str, list[str]] = {}
     for hit in hits:
