@@ -56,6 +56,9 @@ _ITEM_INSERT = (
 _ITEM_UPDATE = (
     f"UPDATE items SET {', '.join(c + ' = ?' for c in rows.ITEM_COLUMNS)}, seq = ? WHERE rid = ?"
 )
+#: Seconds a term's posting count is remembered for choosing query terms (see _postings).
+POSTINGS_TTL_S = 60.0
+POSTINGS_CACHE_SIZE = 50_000
 _USER_COLS = "user_id, name, role, created_at"
 _CUBE_COLS = "cube_id, name, owner, kind, settings, embedder, created_at"
 _EVENT_COLS = "seq, at, actor, cube_id, item_id, op, before, after, version, reason"
@@ -102,6 +105,8 @@ class SQLiteStore:
     ) -> None:
         self.path = str(path)
         self._max_postings = keyword_max_postings
+        self._postings_cache: dict[tuple[tuple[str, ...], str], tuple[int, float]] = {}
+        self._postings_lock = threading.Lock()
         self._busy_timeout_ms = busy_timeout_ms
         self._synchronous = synchronous
         self._lock = threading.RLock()
@@ -527,15 +532,30 @@ class SQLiteStore:
             found = conn.execute(sql, [expression, -1, *args]).fetchall()
         return [(r[0], -float(r[1])) for r in found]
 
+    def _postings(self, prefixes: list[str], term: str) -> int:
+        """How many items of these cubes hold ``term``; remembered for ``POSTINGS_TTL_S``.
+
+        The count only chooses which terms to keep, so a count a little out of date is harmless,
+        and remembering it saves a query per term on every search.
+        """
+        key = (tuple(prefixes), term)
+        now = time.monotonic()
+        with self._postings_lock:
+            cached = self._postings_cache.get(key)
+            if cached is not None and now - cached[1] < POSTINGS_TTL_S:
+                return cached[0]
+        sql = "SELECT count(*) FROM items_fts WHERE items_fts MATCH ?"
+        expression = f"body : {any_of([p + term for p in prefixes])}"
+        count = int(self.reader().execute(sql, (expression,)).fetchone()[0])
+        with self._postings_lock:
+            if len(self._postings_cache) >= POSTINGS_CACHE_SIZE:
+                self._postings_cache.clear()  # crude, but bounded and rare
+            self._postings_cache[key] = (count, now)
+        return count
+
     def _rarest_terms(self, prefixes: list[str], terms: list[str]) -> list[str]:
         """``terms`` found in these cubes, rarest first, within the postings budget."""
-        counted = []
-        sql = "SELECT count(*) FROM items_fts WHERE items_fts MATCH ?"
-        for term in terms:
-            expression = f"body : {any_of([p + term for p in prefixes])}"
-            count = self.reader().execute(sql, (expression,)).fetchone()[0]
-            if count:
-                counted.append((count, term))
+        counted = [(count, term) for term in terms if (count := self._postings(prefixes, term))]
         counted.sort()
         kept: list[str] = []
         total = 0
