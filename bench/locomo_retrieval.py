@@ -86,9 +86,11 @@ def run(data: list[dict[str, Any]], embedder: str, **settings: Any) -> dict[str,
     for sample in data:
         with tempfile.TemporaryDirectory() as tmp:
             db = str(Path(tmp) / "locomo.db")
-            with MemoryOS.open(db, embedder=embedder, **settings) as mos:
+            with MemoryOS.open(db, embedder=embedder, workers=0, **settings) as mos:
                 mos.create_user("eval")
-                cube = mos.create_cube(sample["sample_id"], owner="eval").cube_id
+                # Turn-level: every turn stays in the working tier (no segments, no facts).
+                raw = {"working_capacity": 10_000}
+                cube = mos.create_cube(sample["sample_id"], owner="eval", settings=raw).cube_id
                 start = time.perf_counter()
                 for i, messages in enumerate(session_messages(sample["conversation"])):
                     n_turns += len(messages)
