@@ -13,13 +13,14 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import partial
 
 from memstrata.embed.base import Embedder, check_cube_embedder, fingerprint
 from memstrata.llm import LLM, Completion
 from memstrata.model import Cube, MemoryItem, utcnow
 from memstrata.reader.findings import Reader
-from memstrata.reader.llm import LLMReader
+from memstrata.reader.llm import LLMReader, LLMSummariser
 from memstrata.reader.offline import OfflineReader
 from memstrata.scheduler import Scheduler, Task
 from memstrata.store.base import Store
@@ -123,11 +124,35 @@ class TierTasks:
             self._promote_hot(consolidate(self.store, cube.cube_id, fingerprint(self.embedder)))
 
     def _promote(self, task: Task) -> None:
-        """Task ``promote``: read a hot segment's unprocessed pages into the long tier."""
+        """Task ``promote``: read a hot segment's unprocessed pages into the long tier; with an
+        LLM, also rewrite the segment's summary (one more call)."""
         cube = self._cube(task)
-        if cube is not None:
-            long_tier = LongTier(self.store, self.embedder, self.reader(cube.cube_id))
-            long_tier.promote(task.payload["segment_id"])
+        if cube is None:
+            return
+        segment_id = task.payload["segment_id"]
+        LongTier(self.store, self.embedder, self.reader(cube.cube_id)).promote(segment_id)
+        if self.llm is not None:
+            self._summarise(cube.cube_id, segment_id, self.llm)
+
+    def _summarise(self, cube_id: str, segment_id: str, llm: LLM) -> None:
+        """Replace a segment's extractive summary with the LLM's, when the LLM gives a usable
+        one (the segment's vector, its pages' centroid, stays)."""
+        found = self.store.get_items([segment_id])
+        if not found:
+            return
+        segment = found[0]
+        pages = self.store.get_items([s.item_id for s in segment.sources if s.item_id])
+        record = self._record_usage
+        summariser = LLMSummariser(
+            llm, on_usage=None if record is None else partial(record, cube_id)
+        )
+        lines = [f"{p.speaker or p.role or 'someone'}: {p.text}" for p in pages]
+        summary = summariser.summarise(lines)
+        if summary is not None and summary != segment.text:
+            self.store.update_item(
+                replace(segment, text=summary), None, op="update", actor=None,
+                reason="summary written by the LLM", snapshot=False,
+            )  # fmt: skip
 
     def _visits(self, task: Task) -> None:
         """Task ``visits``: record reads and heat the segments read; promote the hot ones."""

@@ -19,13 +19,15 @@ HOT = {"working_capacity": 1, "similarity_threshold": 0.0, "heat_threshold": 0.0
 
 
 def answer(request: Request) -> Response:
-    """A model that reads 'Porto' from page p1, whatever it is asked."""
-    findings = [{"type": "profile", "text": "Ann lives in Porto.", "subject": "Ann",
-                 "key": "lives_in", "value": "Porto", "sources": ["p1"]}]  # fmt: skip
+    """A model that reads 'Porto' from page p1, and summarises any segment the same way."""
+    asked = json.loads(request.get_data())
+    if "summary" in json.dumps(asked.get("response_format", {})):
+        content: dict[str, object] = {"summary": "Ann says where she lives."}
+    else:
+        content = {"findings": [{"type": "profile", "text": "Ann lives in Porto.", "subject": "Ann",
+                                 "key": "lives_in", "value": "Porto", "sources": ["p1"]}]}  # fmt: skip
     body = {
-        "choices": [
-            {"message": {"role": "assistant", "content": json.dumps({"findings": findings})}}
-        ],
+        "choices": [{"message": {"role": "assistant", "content": json.dumps(content)}}],
         "usage": {"prompt_tokens": 50, "completion_tokens": 10},
     }
     return Response(json.dumps(body), content_type="application/json")
@@ -50,7 +52,11 @@ def test_the_llm_reader_promotes_and_its_tokens_are_counted(
         cube = remember(mos)
         (item,) = mos.store.list_items(cube, Filters(tiers=("long",)))
         assert item.text == "Ann lives in Porto." and item.metadata["value"] == "Porto"
-        assert usage(mos.store, cube) == {"calls": 1, "prompt_tokens": 50, "completion_tokens": 10}  # type: ignore[arg-type]
+        (segment,) = mos.store.list_items(cube, Filters(types=("segment",)))
+        assert segment.text == "Ann says where she lives."  # the LLM's summary replaced the rules'
+        # one call to read the promotion batch, one for the summary
+        totals = usage(mos.store, cube)  # type: ignore[arg-type]
+        assert totals == {"calls": 2, "prompt_tokens": 100, "completion_tokens": 20}
 
 
 def test_an_unreachable_llm_warns_at_open_and_promotion_falls_back(
