@@ -293,14 +293,16 @@ class MemoryOS(Closing):
             raise ValidationError("query must be a non-empty string")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
             raise ValidationError(f"top_k must be an integer from 1 to {MAX_TOP_K}")
-        parsed = parse_filters(filters)
-        cubes = self._readable(user_id, cube_ids)
+        return self._search(query, self._readable(user_id, cube_ids), top_k, parse_filters(filters))
+
+    def _search(self, query: str, cubes: list[Cube], top_k: int, filters: Filters) -> list[Hit]:
+        """``search`` over cubes already checked readable."""
         if not cubes:
             return []
         for cube in cubes:
             self._check_embedder(cube)
         scope = [c.cube_id for c in cubes]
-        hits = hybrid_search(self.store, self.embedder, self.settings, query, scope, parsed, top_k)
+        hits = hybrid_search(self.store, self.embedder, self.settings, query, scope, filters, top_k)
         self.tiers.note_reads(h.item for h in hits)
         return hits
 
@@ -327,23 +329,23 @@ class MemoryOS(Closing):
             raise ValidationError("budget_tokens must be an integer")
         if not 1 <= budget_tokens <= MAX_BUDGET:
             raise ValidationError(f"budget_tokens must be from 1 to {MAX_BUDGET}")
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("query must be a non-empty string")
+        parsed = parse_filters(filters)
+        cubes = self._readable(user_id, cube_ids)
         top_k = min(MAX_TOP_K, max(20, budget_tokens // 15))
-        hits = self.search(query, user_id=user_id, cube_ids=cube_ids, top_k=top_k, filters=filters)
+        hits = self._search(query, cubes, top_k, parsed)
         if expand_sources:
             hits = expand_to_sources(self.store, hits)
         if chain:
             hits = expand_chain(self.store, hits)
-        profile = [
-            a.text
-            for cube in self._readable(user_id, cube_ids)
-            for a in self.get_profile(user_id=user_id, cube_id=cube.cube_id)
-        ]
         recent: list[MemoryItem] = []
         if session_id is not None:
             working = Filters(session_id=session_id, tiers=("working",), types=("turn",))
-            for cube in self._readable(user_id, cube_ids):
+            for cube in cubes:
                 recent.extend(self.store.list_items(cube.cube_id, working))
             recent.sort(key=lambda i: (i.event_time, i.id))
+        profile = [a.text for a in self._profile(cubes)]
         return pack(hits, recent, budget_tokens, profile=profile)
 
     def get_profile(self, *, user_id: str, cube_id: str | None = None) -> list[ProfileAttribute]:
@@ -352,12 +354,16 @@ class MemoryOS(Closing):
         Attributes come from the long tier; a contradicted value (one with ``valid_to``) is not
         current and is left out, though it stays in the cube.  Sorted by subject, then key.
         """
-        found = []
+        return self._profile(self._readable(user_id, None if cube_id is None else [cube_id]))
+
+    def _profile(self, cubes: list[Cube]) -> list[ProfileAttribute]:
         profile = Filters(tiers=("long",), types=("profile",))
-        for cube in self._readable(user_id, None if cube_id is None else [cube_id]):
-            for item in self.store.list_items(cube.cube_id, profile):
-                if item.valid_to is None:
-                    found.append(_attribute(item))
+        found = [
+            _attribute(item)
+            for cube in cubes
+            for item in self.store.list_items(cube.cube_id, profile)
+            if item.valid_to is None
+        ]
         return sorted(found, key=lambda a: (a.subject, a.key, a.since or a.item_id))
 
     def get(self, item_id: str, *, user_id: str, cube_id: str | None = None) -> MemoryItem:

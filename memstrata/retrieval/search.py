@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from memstrata.config import Settings
 from memstrata.embed.base import Embedder
@@ -59,19 +59,14 @@ def expand_to_sources(store: Store, hits: list[Hit]) -> list[Hit]:
     """
     wanted = [s.item_id for h in hits if h.item.type in EXPANDED_TYPES for s in h.item.sources]
     sources = {i.id: i for i in store.get_items([i for i in wanted if i])}
-    out: list[Hit] = []
-    seen: set[str] = set()
-    for hit in hits:
-        if hit.item.type in EXPANDED_TYPES:
-            found = [sources[s.item_id] for s in hit.item.sources if s.item_id in sources]
-            expanded = [Hit(item, hit.score, hit.ranks) for item in found] or [hit]
-        else:
-            expanded = [hit]
-        for h in expanded:
-            if h.item.id not in seen:
-                seen.add(h.item.id)
-                out.append(h)
-    return out
+
+    def expanded(hit: Hit) -> list[Hit]:
+        if hit.item.type not in EXPANDED_TYPES:
+            return [hit]
+        found = [sources[s.item_id] for s in hit.item.sources if s.item_id in sources]
+        return [Hit(item, hit.score, hit.ranks) for item in found] or [hit]
+
+    return _first_of_each(h for hit in hits for h in expanded(hit))
 
 
 def expand_chain(store: Store, hits: list[Hit]) -> list[Hit]:
@@ -90,12 +85,20 @@ def expand_chain(store: Store, hits: list[Hit]) -> list[Hit]:
         k: v for cube, ids in turns.items() for k, v in store.next_turns(cube, ids).items()
     }
     neighbours = {i.id: i for i in store.get_items(list(set(following.values())))}
-    out: list[Hit] = []
-    seen: set[str] = set()
-    for hit in hits:
+
+    def chained(hit: Hit) -> list[Hit]:
         after = neighbours.get(following.get(hit.item.id, ""))
-        for h in [hit] + ([Hit(after, hit.score, hit.ranks)] if after else []):
-            if h.item.id not in seen:
-                seen.add(h.item.id)
-                out.append(h)
+        return [hit] + ([Hit(after, hit.score, hit.ranks)] if after else [])
+
+    return _first_of_each(h for hit in hits for h in chained(hit))
+
+
+def _first_of_each(hits: Iterable[Hit]) -> list[Hit]:
+    """``hits`` in order, each item once (at its first, best-ranked, place)."""
+    seen: set[str] = set()
+    out = []
+    for hit in hits:
+        if hit.item.id not in seen:
+            seen.add(hit.item.id)
+            out.append(hit)
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Any, cast
 
 from memstrata.model import (
@@ -74,9 +75,9 @@ def item_from_dict(row: dict[str, Any] | Any) -> MemoryItem:
         tags=json.loads(get("tags")),
         metadata=json.loads(get("metadata")),
         external_id=get("external_id"),
-        event_time=_time(get("event_time")),
-        created_at=_time(get("created_at")),
-        updated_at=_time(get("updated_at")),
+        event_time=to_datetime(get("event_time")),
+        created_at=to_datetime(get("created_at")),
+        updated_at=to_datetime(get("updated_at")),
         valid_from=from_epoch(get("valid_from")),
         valid_to=from_epoch(get("valid_to")),
         merged_into=get("merged_into"),
@@ -91,13 +92,14 @@ def item_from_dict(row: dict[str, Any] | Any) -> MemoryItem:
     )
 
 
-def _time(seconds: float) -> Any:
-    return from_epoch(seconds)
+def to_datetime(seconds: float) -> datetime:
+    """A NOT NULL time column as a UTC datetime."""
+    return datetime.fromtimestamp(seconds, timezone.utc)
 
 
 def user_from_row(row: Sequence[Any]) -> User:
     user_id, name, role, created_at = row
-    return User(user_id=user_id, name=name, role=role, created_at=_time(created_at))
+    return User(user_id=user_id, name=name, role=role, created_at=to_datetime(created_at))
 
 
 def cube_from_row(row: Sequence[Any]) -> Cube:
@@ -109,20 +111,20 @@ def cube_from_row(row: Sequence[Any]) -> Cube:
         kind=kind,
         settings=json.loads(settings),
         embedder=embedder,
-        created_at=_time(created_at),
+        created_at=to_datetime(created_at),
     )
 
 
 def grant_from_row(row: Sequence[Any]) -> Grant:
     cube_id, user_id, permission, granted_by, granted_at = row
-    return Grant(cube_id, user_id, permission, granted_by, _time(granted_at))
+    return Grant(cube_id, user_id, permission, granted_by, to_datetime(granted_at))
 
 
 def event_from_row(row: Sequence[Any]) -> Event:
     seq, at, actor, cube_id, item_id, op, before, after, version, reason = row
     return Event(
         seq=seq,
-        at=_time(at),
+        at=to_datetime(at),
         actor=actor,
         cube_id=cube_id,
         item_id=item_id,

@@ -39,7 +39,6 @@ from memstrata.model import (
     MemoryItem,
     User,
     Version,
-    from_epoch,
     to_epoch,
     utcnow,
 )
@@ -452,7 +451,7 @@ class SQLiteStore:
             "WHERE item_id = ? ORDER BY version"
         )
         return [
-            Version(r[0], rows.item_from_dict(json.loads(r[1])), _epoch(r[2]), r[3], r[4])
+            Version(r[0], rows.item_from_dict(json.loads(r[1])), rows.to_datetime(r[2]), r[3], r[4])
             for r in self.reader().execute(sql, (item_id,))
         ]
 
@@ -595,12 +594,6 @@ class SQLiteStore:
 
 
 # -- helpers (all run inside a write transaction) -------------------------------------------
-
-
-def _epoch(seconds: float) -> datetime:
-    when = from_epoch(seconds)
-    assert when is not None  # a NOT NULL column
-    return when
 
 
 def _index(conn: sqlite3.Connection, rid: int | None, item: MemoryItem) -> None:
