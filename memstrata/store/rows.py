@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from typing import Any, cast
 
 from memstrata.model import (
+    ApiKey,
     Cube,
     Event,
     Grant,
@@ -113,6 +114,12 @@ def cube_from_row(row: Sequence[Any]) -> Cube:
         embedder=embedder,
         created_at=to_datetime(created_at),
     )
+
+
+def key_from_row(row: Sequence[Any]) -> ApiKey:
+    key_id, user_id, label, created_at, revoked_at = row
+    revoked = None if revoked_at is None else to_datetime(revoked_at)
+    return ApiKey(key_id, user_id, label, to_datetime(created_at), revoked)
 
 
 def grant_from_row(row: Sequence[Any]) -> Grant:

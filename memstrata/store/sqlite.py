@@ -33,6 +33,7 @@ from memstrata.errors import (
 )
 from memstrata.model import (
     SEARCHABLE_STATUSES,
+    ApiKey,
     Cube,
     Event,
     Grant,
@@ -241,6 +242,44 @@ class SQLiteStore:
         sql = f"SELECT {_USER_COLS} FROM users ORDER BY created_at, user_id"
         return [rows.user_from_row(r) for r in self.reader().execute(sql)]
 
+    def put_key(self, key: ApiKey, key_hash: str) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO api_keys (key_id, user_id, key_hash, label, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (key.key_id, key.user_id, key_hash, key.label, to_epoch(key.created_at)),
+            )
+            _event(conn, key.user_id, None, None, "create_key", after={"key_id": key.key_id})
+
+    def key_user(self, key_hash: str) -> str | None:
+        row = (
+            self.reader()
+            .execute(
+                "SELECT user_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL",
+                (key_hash,),
+            )
+            .fetchone()
+        )
+        return None if row is None else str(row[0])
+
+    def list_keys(self, user_id: str) -> list[ApiKey]:
+        sql = (
+            "SELECT key_id, user_id, label, created_at, revoked_at FROM api_keys "
+            "WHERE user_id = ? ORDER BY created_at, key_id"
+        )
+        return [rows.key_from_row(r) for r in self.reader().execute(sql, (user_id,))]
+
+    def revoke_key(self, user_id: str, key_id: str, actor: str) -> bool:
+        with self.transaction() as conn:
+            done = conn.execute(
+                "UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND user_id = ? "
+                "AND revoked_at IS NULL",
+                (time.time(), key_id, user_id),
+            ).rowcount
+            if done:
+                _event(conn, actor, None, None, "revoke_key", after={"key_id": key_id})
+            return bool(done)
+
     def put_cube(self, cube: Cube) -> None:
         with self.transaction() as conn:
             try:
@@ -266,6 +305,33 @@ class SQLiteStore:
             "ORDER BY c.created_at, c.cube_id"
         )
         return [rows.cube_from_row(r) for r in self.reader().execute(sql, (user_id,))]
+
+    def delete_cube(self, cube_id: str, actor: str) -> int:
+        """Delete a cube and everything in it; returns how many items went.
+
+        Items, versions, vectors, full-text rows, tasks, grants, artifacts and usage go; the
+        cube's events stay as tombstones (op, time, actor) with their payloads blanked.
+        """
+        with self.transaction() as conn:
+            in_cube = "SELECT rid FROM items WHERE cube_id = ?"
+            conn.execute(f"DELETE FROM items_fts WHERE rowid IN ({in_cube})", (cube_id,))
+            conn.execute(f"DELETE FROM vectors WHERE rid IN ({in_cube})", (cube_id,))
+            conn.execute(
+                "DELETE FROM item_versions WHERE item_id IN "
+                "(SELECT id FROM items WHERE cube_id = ?)",
+                (cube_id,),
+            )
+            count = conn.execute("DELETE FROM items WHERE cube_id = ?", (cube_id,)).rowcount
+            for table in ("tasks", "grants", "artifacts", "llm_usage"):
+                conn.execute(f"DELETE FROM {table} WHERE cube_id = ?", (cube_id,))
+            conn.execute(
+                "UPDATE events SET before = NULL, after = NULL, reason = NULL WHERE cube_id = ?",
+                (cube_id,),
+            )
+            conn.execute("DELETE FROM cubes WHERE cube_id = ?", (cube_id,))
+            _event(conn, actor, cube_id, None, "delete_cube", after={"items": count})
+        self._vectors.forget(cube_id)
+        return int(count)
 
     def put_grant(self, grant: Grant) -> None:
         with self.transaction() as conn:
