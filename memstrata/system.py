@@ -22,6 +22,7 @@ from memstrata.embed import Closeable, Embedder, fingerprint, make_embedder
 from memstrata.embed.base import check_cube_embedder
 from memstrata.errors import (
     AdminRequired,
+    ConfigurationError,
     ConflictError,
     CubeNotFound,
     ItemNotFound,
@@ -34,8 +35,10 @@ from memstrata.errors import (
 from memstrata.llm import LLM, Completion, OpenAIChat, make_llm, usage
 from memstrata.model import (
     CUBE_KINDS,
+    ITEM_TYPES,
     PERMISSIONS,
     ROLES,
+    TIERS,
     ApiKey,
     Cube,
     Grant,
@@ -87,6 +90,7 @@ class MemoryOS(Closing):
         owns_embedder: bool = False,
         llm: LLM | None = None,
         record_usage: Callable[[str, Completion], None] | None = None,
+        llm_usage: Callable[[str], usage.LLMUsage] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -94,6 +98,8 @@ class MemoryOS(Closing):
         self._owns_embedder = owns_embedder
         #: the chat model of the ``llm`` reader (None: the offline reader); owned and closed here
         self.llm = llm
+        self._record_usage = record_usage
+        self._llm_usage = llm_usage
         self.scheduler = Scheduler(queue, workers=settings.workers, lease_s=settings.task_lease_s)
         self.tiers = TierTasks(store, embedder, self.scheduler, llm=llm, record_usage=record_usage)
         self.scheduler.start()
@@ -145,7 +151,7 @@ class MemoryOS(Closing):
             log.warning("the LLM reader's endpoint is not available: %s", problem)
         return cls(
             store, instance, settings, queue=queue, owns_embedder=given is None, llm=llm,
-            record_usage=partial(usage.record, store),
+            record_usage=partial(usage.record, store), llm_usage=partial(usage.usage, store),
         )  # fmt: skip
 
     def close(self) -> None:
@@ -451,6 +457,81 @@ class MemoryOS(Closing):
             if item.valid_to is None
         ]
         return sorted(found, key=lambda a: (a.subject, a.key, a.since or a.item_id))
+
+    def list_memories(
+        self,
+        cube_id: str,
+        *,
+        user_id: str,
+        filters: Filters | Mapping[str, Any] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[MemoryItem]:
+        """A page of a cube's items passing ``filters``, oldest event first (needs ``read``)."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TOP_K:
+            raise ValidationError(f"limit must be an integer from 1 to {MAX_TOP_K}")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValidationError("offset must be a non-negative integer")
+        parsed = parse_filters(filters)
+        self._require(user_id, cube_id, "read")
+        return self.store.list_items(cube_id, parsed, limit=limit, offset=offset)
+
+    def stats(self, *, user_id: str, cube_id: str | None = None) -> dict[str, Any]:
+        """Per readable cube (or just ``cube_id``): items by tier and type, tasks, LLM usage."""
+        result: dict[str, Any] = {}
+        for cube in self._readable(user_id, None if cube_id is None else [cube_id]):
+            live = Filters()
+            counts = {
+                f"{tier}/{kind}": n
+                for tier in TIERS
+                for kind in ITEM_TYPES
+                if (
+                    n := self.store.count_items(
+                        cube.cube_id, replace(live, tiers=(tier,), types=(kind,))
+                    )
+                )
+            }
+            pending = self.scheduler.queue.tasks(
+                cube_id=cube.cube_id, status="pending", limit=MAX_TOP_K
+            )
+            result[cube.cube_id] = {
+                "name": cube.name,
+                "items": counts,
+                "pending_tasks": len(pending),
+                "llm_usage": dict(self._llm_usage(cube.cube_id)) if self._llm_usage else {},
+            }
+        return result
+
+    #: Settings an admin may change while running (``configure``): search tuning only.
+    RUNTIME_SETTINGS = (
+        "rrf_k",
+        "search_candidates",
+        "keyword_max_postings",
+        "keyword_weight",
+        "dense_weight",
+    )
+
+    def configure(self, *, by: str, **changes: Any) -> Settings:
+        """Change runtime settings (``RUNTIME_SETTINGS``) for this process; ``by`` is an admin."""
+        self._require_admin(by)
+        unknown = sorted(set(changes) - set(self.RUNTIME_SETTINGS))
+        if unknown:
+            raise ValidationError(
+                f"setting(s) {', '.join(unknown)} cannot be changed at run time",
+                hint=f"runtime settings: {', '.join(self.RUNTIME_SETTINGS)}",
+            )
+        try:
+            updated = Settings.from_mapping({**vars(self.settings), **changes})
+        except ConfigurationError as exc:
+            raise ValidationError(exc.message, hint=exc.hint) from exc
+        for name in ("rrf_k", "search_candidates", "keyword_max_postings"):
+            if getattr(updated, name) < 1:
+                raise ValidationError(f"{name} must be at least 1")
+        for name in ("keyword_weight", "dense_weight"):
+            if getattr(updated, name) < 0:
+                raise ValidationError(f"{name} must not be negative")
+        self.settings = updated
+        return updated
 
     def get(self, item_id: str, *, user_id: str, cube_id: str | None = None) -> MemoryItem:
         """The current version of an item (deleted items too, with status ``deleted``)."""

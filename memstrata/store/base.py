@@ -108,8 +108,10 @@ class ItemStore(Protocol):
         order: Literal["event_time", "heat"] = "event_time",
         descending: bool = False,
         limit: int | None = None,
+        offset: int = 0,
     ) -> list[MemoryItem]:
-        """A cube's items passing ``filters``, by ``order`` then id (ascending by default)."""
+        """A cube's items passing ``filters``, by ``order`` then id (ascending by default),
+        skipping the first ``offset``."""
 
     def count_items(self, cube_id: str, filters: Filters) -> int: ...
 

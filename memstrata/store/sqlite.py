@@ -447,14 +447,16 @@ class SQLiteStore:
         order: Literal["event_time", "heat"] = "event_time",
         descending: bool = False,
         limit: int | None = None,
+        offset: int = 0,
     ) -> list[MemoryItem]:
         where, params = filter_sql(filters)
         direction = "DESC" if descending else "ASC"
         sql = (
             f"SELECT i.* FROM items i WHERE i.cube_id = ? AND {where} "
-            f"ORDER BY i.{order} {direction}, i.id {direction} LIMIT ?"
+            f"ORDER BY i.{order} {direction}, i.id {direction} LIMIT ? OFFSET ?"
         )
-        cursor = self.reader().execute(sql, [cube_id, *params, -1 if limit is None else limit])
+        page = [-1 if limit is None else limit, offset]
+        cursor = self.reader().execute(sql, [cube_id, *params, *page])
         return [rows.item_from_dict(r) for r in cursor]
 
     def count_items(self, cube_id: str, filters: Filters) -> int:
