@@ -8,9 +8,10 @@ an error leaves the database as it was.  Thread-safe: a server may share one ins
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -26,13 +27,15 @@ from memstrata.errors import (
     ConflictError,
     CubeNotFound,
     ItemNotFound,
+    LLMError,
+    LLMNotConfigured,
     NotFoundError,
     PermissionDenied,
     Unauthenticated,
     UserNotFound,
     ValidationError,
 )
-from memstrata.llm import LLM, Completion, OpenAIChat, make_llm, usage
+from memstrata.llm import LLM, ChatMessage, Completion, OpenAIChat, make_llm, usage
 from memstrata.model import (
     CUBE_KINDS,
     ITEM_TYPES,
@@ -45,15 +48,18 @@ from memstrata.model import (
     Hit,
     MemoryItem,
     ProfileAttribute,
+    Source,
     User,
     Version,
     new_id,
     permits,
     utcnow,
 )
+from memstrata.reader import documents
 from memstrata.reader.messages import parse_messages
 from memstrata.retrieval.filters import Filters, parse_filters
 from memstrata.retrieval.pack import Context, pack
+from memstrata.retrieval.prompt import ChatReply, chat_messages
 from memstrata.retrieval.search import (
     embedding_text,
     expand_chain,
@@ -101,7 +107,11 @@ class MemoryOS(Closing):
         self._record_usage = record_usage
         self._llm_usage = llm_usage
         self.scheduler = Scheduler(queue, workers=settings.workers, lease_s=settings.task_lease_s)
-        self.tiers = TierTasks(store, embedder, self.scheduler, llm=llm, record_usage=record_usage)
+        # The chat model also reads hot segments only when the llm reader is chosen.
+        reader_llm = llm if settings.reader == "llm" else None
+        self.tiers = TierTasks(
+            store, embedder, self.scheduler, llm=reader_llm, record_usage=record_usage
+        )
         self.scheduler.start()
 
     @classmethod
@@ -145,10 +155,14 @@ class MemoryOS(Closing):
             raise
         settings = replace(settings, embedder=chosen)
         queue = SQLiteTaskQueue(store)
-        llm = make_llm(settings)
+        try:
+            llm = make_llm(settings)
+        except BaseException:
+            store.close()
+            raise
         if isinstance(llm, OpenAIChat) and (problem := llm.probe()) is not None:
             # Not fatal: add and search need no model, and promotion falls back to the rules.
-            log.warning("the LLM reader's endpoint is not available: %s", problem)
+            log.warning("the chat model's endpoint is not available: %s", problem)
         return cls(
             store, instance, settings, queue=queue, owns_embedder=given is None, llm=llm,
             record_usage=partial(usage.record, store), llm_usage=partial(usage.usage, store),
@@ -371,6 +385,65 @@ class MemoryOS(Closing):
         self.tiers.added(cube_id)
         return ids
 
+    def add_document(
+        self,
+        data: bytes,
+        *,
+        filename: str,
+        user_id: str,
+        cube_id: str,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        """Parse a document (.txt .md .json .pdf, as bytes) and store it as ``long``/``chunk`` items.
+
+        Chunks follow ``chunk_size``/``chunk_overlap`` (see ``reader.documents``); each has
+        ``sources = [{"uri": "document:<filename>", "span": [start, end]}]`` and metadata naming
+        the document, its SHA-256 and the chunk's place.  Adding the same bytes again stores
+        nothing new and returns the same ids.  Returns the chunk ids in document order.
+        """
+        if not isinstance(data, (bytes, bytearray)):
+            raise ValidationError("a document must be given as bytes")
+        if not isinstance(filename, str) or not filename.strip() or len(filename) > 255:
+            raise ValidationError("filename must be a non-empty string of at most 255 characters")
+        extra = parse_messages([{"content": "-", "metadata": metadata or {}}])[0].metadata
+        if session_id is not None:
+            _check_id(session_id, "session_id")
+        text = documents.parse_document(filename, bytes(data))
+        chunks = documents.chunk_text(text, self.settings.chunk_size, self.settings.chunk_overlap)
+        cube = self._require(user_id, cube_id, "write")
+        self._check_embedder(cube)
+        digest = hashlib.sha256(data).hexdigest()
+        now = utcnow()
+        items = [
+            MemoryItem(
+                id=new_id(),
+                cube_id=cube_id,
+                tier="long",
+                type="chunk",
+                status="activated",
+                text=chunk.text,
+                key=filename,
+                session_id=session_id,
+                user_id=user_id,
+                metadata={
+                    **extra,
+                    "document": filename,
+                    "sha256": digest,
+                    "chunk": n,
+                    "chunks": len(chunks),
+                },
+                external_id=f"doc:{digest[:32]}:{n}",
+                sources=[Source(uri=f"document:{filename}", span=(chunk.start, chunk.end))],
+                event_time=now,
+                created_at=now,
+                updated_at=now,
+            )
+            for n, chunk in enumerate(chunks)
+        ]
+        vectors = self.embedder.embed_passages([embedding_text(i) for i in items])
+        return self.store.add_items(items, vectors, fingerprint(self.embedder))
+
     def search(
         self,
         query: str,
@@ -439,6 +512,98 @@ class MemoryOS(Closing):
             recent.sort(key=lambda i: (i.event_time, i.id))
         profile = [a.text for a in self._profile(cubes)]
         return pack(hits, recent, budget_tokens, profile=profile)
+
+    def chat(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        cube_id: str,
+        session_id: str | None = None,
+        budget_tokens: int = 1000,
+        max_tokens: int = 256,
+    ) -> ChatReply:
+        """Answer ``query`` from memory with the chat model, and remember the exchange.
+
+        The context comes from every cube ``user_id`` may read (``context``); the question and the
+        answer are stored in ``cube_id`` (needs ``write``) as two turns of ``session_id``.  One LLM
+        call, counted against ``cube_id``.  ``LLMNotConfigured`` without a chat model; an
+        ``LLMError`` stores nothing.
+        """
+        llm, messages, ctx = self._chat_prompt(
+            query, user_id, cube_id, session_id, budget_tokens, max_tokens
+        )
+        completion = llm.complete(messages, max_tokens=max_tokens)
+        if self._record_usage is not None:
+            self._record_usage(cube_id, completion)
+        ids = self._remember_exchange(query, completion.text, user_id, cube_id, session_id)
+        return ChatReply(answer=completion.text, ids=ids, context=ctx)
+
+    def chat_stream(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        cube_id: str,
+        session_id: str | None = None,
+        budget_tokens: int = 1000,
+        max_tokens: int = 256,
+    ) -> Iterator[str]:
+        """``chat`` as the answer's pieces, as the model writes them.
+
+        Everything is checked before the first piece; the exchange is stored after the last one
+        (a stream abandoned part-way stores nothing).  Token counts of a stream are not reported
+        by every server; the call is counted with what was reported (often zero tokens).
+        """
+        llm, messages, _ = self._chat_prompt(
+            query, user_id, cube_id, session_id, budget_tokens, max_tokens
+        )
+
+        def pieces() -> Iterator[str]:
+            answer: list[str] = []
+            for piece in llm.stream(messages, max_tokens=max_tokens):
+                answer.append(piece)
+                yield piece
+            if self._record_usage is not None:
+                self._record_usage(cube_id, Completion(text="".join(answer)))
+            self._remember_exchange(query, "".join(answer), user_id, cube_id, session_id)
+
+        return pieces()
+
+    def _chat_prompt(
+        self,
+        query: str,
+        user_id: str,
+        cube_id: str,
+        session_id: str | None,
+        budget_tokens: int,
+        max_tokens: int,
+    ) -> tuple[LLM, list[ChatMessage], Context]:
+        """Check everything a chat needs, then build its prompt (no model call yet)."""
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+            raise ValidationError("max_tokens must be an integer")
+        if not 1 <= max_tokens <= 8192:
+            raise ValidationError("max_tokens must be from 1 to 8192")
+        if session_id is not None:
+            _check_id(session_id, "session_id")
+        self._require(user_id, cube_id, "write")
+        if self.llm is None:
+            raise LLMNotConfigured("chat")
+        ctx = self.context(
+            query, user_id=user_id, budget_tokens=budget_tokens, session_id=session_id
+        )
+        return self.llm, chat_messages(query, ctx, utcnow()), ctx
+
+    def _remember_exchange(
+        self, query: str, answer: str, user_id: str, cube_id: str, session_id: str | None
+    ) -> list[str]:
+        if not answer.strip():
+            raise LLMError("the chat model answered with empty text", hint="try again")
+        exchange = [
+            {"role": "user", "name": user_id, "content": query},
+            {"role": "assistant", "name": "assistant", "content": answer},
+        ]
+        return self.add(exchange, user_id=user_id, cube_id=cube_id, session_id=session_id)
 
     def get_profile(self, *, user_id: str, cube_id: str | None = None) -> list[ProfileAttribute]:
         """The current profile attributes in ``cube_id`` (or every readable cube), with evidence.

@@ -8,7 +8,7 @@ every failure of the model endpoint and nothing else; callers decide whether to 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypedDict
 
@@ -48,6 +48,14 @@ class LLM(Protocol):
         cannot enforce a schema may ignore it: callers still validate).  Raises ``LLMError``.
         """
 
+    def stream(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int = 512, temperature: float = 0.0
+    ) -> Iterator[str]:
+        """The answer in pieces as the model writes them, ``<think>`` blocks left out.
+
+        Raises ``LLMError`` (before the first piece or between pieces).
+        """
+
     def close(self) -> None:
         """Release connections; the object must not be used afterwards."""
 
@@ -72,3 +80,49 @@ def strip_think(text: str) -> str:
     if opening:
         text = text[: opening.start()]
     return text.strip()
+
+
+class ThinkFilter:
+    """``strip_think`` for a stream: feed pieces, get back the text outside ``<think>`` blocks.
+
+    A tag split across pieces is held back until it is complete.  Text before a lone
+    ``</think>`` cannot be withdrawn once sent, so a stream is assumed to open its reasoning
+    with ``<think>`` (as the reasoning models that stream do).
+    """
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._thinking = False
+
+    def feed(self, piece: str) -> str:
+        """The part of ``piece`` (with what was held back) that may be shown now."""
+        text, out = self._held + piece, []
+        self._held = ""
+        while text:
+            tag = "</think>" if self._thinking else "<think>"
+            at = text.lower().find(tag)
+            if at < 0:
+                keep = _partial_tag(text, tag)
+                if not self._thinking:
+                    out.append(text[: len(text) - keep])
+                self._held = text[len(text) - keep :]
+                break
+            if not self._thinking:
+                out.append(text[:at])
+            text = text[at + len(tag) :]
+            self._thinking = not self._thinking
+        return "".join(out)
+
+    def flush(self) -> str:
+        """What was held back at the end of the stream (nothing inside an open block)."""
+        held, self._held = self._held, ""
+        return "" if self._thinking else held
+
+
+def _partial_tag(text: str, tag: str) -> int:
+    """How many characters at the end of ``text`` could begin ``tag``."""
+    lowered = text.lower()
+    for size in range(min(len(tag) - 1, len(text)), 0, -1):
+        if tag.startswith(lowered[-size:]):
+            return size
+    return 0

@@ -15,15 +15,16 @@ Every failure (connection, timeout, non-2xx status, a body that is not a chat co
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx
 
 from memstrata.closing import Closing
 from memstrata.errors import LLMError
-from memstrata.llm.base import ChatMessage, Completion, strip_think
+from memstrata.llm.base import ChatMessage, Completion, ThinkFilter, strip_think
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,44 @@ class OpenAIChat(Closing):
         if json_schema is None:
             return self._parse(self._post(body))
         return self._parse(self._post_json_mode(body, json_schema))
+
+    def stream(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int = 512, temperature: float = 0.0
+    ) -> Iterator[str]:
+        """The answer in pieces, read from the server-sent events of ``"stream": true``."""
+        body = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stream": True,
+        }
+        think = ThinkFilter()
+        try:
+            with self._client.stream("POST", self.url, json=body) as response:
+                if not response.is_success:
+                    response.read()
+                    self._checked(response)
+                for line in response.iter_lines():
+                    if piece := think.feed(self._delta(line)):
+                        yield piece
+        except httpx.HTTPError as exc:
+            raise self._error(f"failed while streaming ({type(exc).__name__}: {exc})") from exc
+        if rest := think.flush():
+            yield rest
+
+    def _delta(self, line: str) -> str:
+        """The text of one ``data: {...}`` event line ("" for other lines and ``[DONE]``)."""
+        if not line.startswith("data:"):
+            return ""
+        data = line[len("data:") :].strip()
+        if data == "[DONE]":
+            return ""
+        try:
+            content = json.loads(data)["choices"][0]["delta"].get("content")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise self._error(f"streamed an event that is not a chat chunk: {data[:80]}") from exc
+        return content if isinstance(content, str) else ""
 
     def probe(self, timeout_s: float = 3.0) -> str | None:
         """None when ``GET {base_url}/models`` answers 2xx, else what went wrong (one line)."""
