@@ -4,7 +4,9 @@
 ``<data_storage_path>/memstrata.db``, mapping MemoryOS's settings to cube settings:
 ``short_term_capacity`` → ``working_capacity``, ``mid_term_capacity`` → ``mid_capacity``,
 ``mid_term_heat_threshold`` → ``heat_threshold``, ``mid_term_similarity_threshold`` →
-``similarity_threshold``.  Unlike MemoryOS, nothing here needs an LLM except ``get_response``.
+``similarity_threshold``; ``openai_api_key``, ``openai_base_url`` and ``llm_model`` name the chat
+model of ``get_response`` (any OpenAI-compatible endpoint; or pass ``llm_provider="local"``).
+Unlike MemoryOS, nothing here needs an LLM except ``get_response``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.closing import Closing
-from memstrata.errors import AlreadyExists, ConfigurationError
+from memstrata.errors import AlreadyExists
 from memstrata.model import MemoryItem
 from memstrata.system import MemoryOS
 
@@ -35,13 +37,21 @@ class Memoryos(Closing):
         mid_term_similarity_threshold: float = 0.6,
         embedder: str | None = None,
         workers: int = 1,
+        openai_api_key: str | None = None,
+        openai_base_url: str | None = None,
+        llm_model: str | None = None,
+        llm_provider: str | None = None,
     ) -> None:
         Path(data_storage_path).mkdir(parents=True, exist_ok=True)
         self.user_id = user_id
         self.assistant_id = assistant_id
+        if llm_provider is None and openai_base_url is not None:
+            llm_provider = "openai"
         self.memory = MemoryOS.open(
-            str(Path(data_storage_path) / "memstrata.db"), embedder=embedder, workers=workers
-        )
+            str(Path(data_storage_path) / "memstrata.db"), embedder=embedder, workers=workers,
+            llm_provider=llm_provider, llm_base_url=openai_base_url, llm_api_key=openai_api_key,
+            llm_model=llm_model,
+        )  # fmt: skip
         settings = {
             "working_capacity": short_term_capacity,
             "mid_capacity": mid_term_capacity,
@@ -108,11 +118,12 @@ class Memoryos(Closing):
         return self.memory.consolidate(self.cube_id, user_id=self.user_id, promote_all=True)
 
     def get_response(self, query: str, **_: Any) -> str:
-        """Answer with an LLM from the memory (not available yet: needs the chat of issue 4)."""
-        raise ConfigurationError(
-            "get_response needs an LLM for chat, which this version of memstrata does not have",
-            hint="use retrieve_context(query) and call your LLM with its 'context'",
-        )
+        """The chat model's answer from memory; the exchange is remembered (``MemoryOS.chat``).
+
+        MemoryOS's other arguments (``relationship_with_user``, ``style_hint``, …) are accepted
+        and ignored.  ``LLMNotConfigured`` when no chat model was given.
+        """
+        return self.memory.chat(query, user_id=self.user_id, cube_id=self.cube_id).answer
 
 
 def _page(item: MemoryItem) -> dict[str, Any]:

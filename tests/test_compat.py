@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pytest_httpserver import HTTPServer
 
 from memstrata.compat import Memoryos
-from memstrata.errors import ConfigurationError
+from memstrata.errors import LLMNotConfigured
 
 
 def test_memoryos_calls(tmp_path: Path) -> None:
@@ -24,7 +25,28 @@ def test_memoryos_calls(tmp_path: Path) -> None:
         profile = memo.get_user_profile_summary().splitlines()
         assert "lives in: Porto" in profile and "job: nurse" in profile
         assert memo.retrieve_context("Where does Ann live?")["retrieved_user_knowledge"]
-        with pytest.raises(ConfigurationError, match="LLM"):
+        with pytest.raises(LLMNotConfigured):
             memo.get_response("hello")
     with Memoryos(user_id="ann", data_storage_path=str(tmp_path / "data"), workers=0) as again:
         assert "job: nurse" in again.get_user_profile_summary()  # persisted; reopening is safe
+
+
+def test_get_response_answers_with_the_configured_chat_model(
+    tmp_path: Path, httpserver: HTTPServer
+) -> None:
+    httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_json(
+        {"choices": [{"message": {"role": "assistant", "content": "Your cat is Pixel."}}]}
+    )
+    with Memoryos(user_id="ann", data_storage_path=str(tmp_path), workers=0,
+                  openai_base_url=httpserver.url_for("/v1"), openai_api_key="sk-x",
+                  llm_model="tiny") as memo:  # fmt: skip
+        memo.add_memory("I adopted a cat named Pixel.", "Lovely name.")
+        assert memo.get_response("What is my cat called?", style_hint="brief") == (
+            "Your cat is Pixel."
+        )
+        request = next(r for r, _ in httpserver.log if r.path.endswith("/chat/completions"))
+        assert request.headers["Authorization"] == "Bearer sk-x"
+        body = request.get_json()
+        assert body["model"] == "tiny" and "Pixel" in body["messages"][0]["content"]
+        # the exchange is remembered, like MemoryOS's get_response
+        assert "Your cat is Pixel." in memo.retrieve_context("cat")["context"]
