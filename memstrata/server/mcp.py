@@ -40,7 +40,7 @@ from pydantic import AnyHttpUrl, Field
 
 from memstrata import __version__
 from memstrata.errors import AlreadyExists, CubeNotFound, MemstrataError, Unauthenticated
-from memstrata.model import MemoryItem, Permission, utcnow
+from memstrata.model import MemoryItem, Permission, ProfileAttribute, utcnow
 from memstrata.system import MAX_TOP_K, MemoryOS
 
 P = ParamSpec("P")
@@ -404,13 +404,14 @@ class Tools:
         return _json(self._memory.stats(user_id=self._caller.user(), cube_id=cube_id))
 
     def _list(self, user: str, cube: str, **filters: object) -> list[MemoryItem]:
+        """The cube's items passing ``filters``, oldest first (at most ``MAX_TOP_K``)."""
         return self._memory.list_memories(cube, user_id=user, filters=filters, limit=MAX_TOP_K)
 
     def _summary(self, user: str, cube: str) -> str:
         return _summary(user, self._memory.get_profile(user_id=user, cube_id=cube))
 
 
-def _summary(user: str, attributes: list[Any]) -> str:
+def _summary(user: str, attributes: list[ProfileAttribute]) -> str:
     """The user's attributes, one ``key: value`` line each ("" if none), as ``compat`` shows them."""
     return "\n".join(
         f"{a.key.replace('_', ' ')}: {a.value}" for a in attributes if a.subject == user
