@@ -1,0 +1,41 @@
+"""Memory cubes and sharing: ``/mem_cubes…``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from memstrata.model import Cube, Grant
+from memstrata.server.auth import Caller, Memory
+from memstrata.server.routes import ERRORS
+from memstrata.server.schemas import CubeDeleted, CubeIn, ShareIn
+
+router = APIRouter(tags=["cubes"], responses=ERRORS)
+
+
+@router.post("/mem_cubes", status_code=201, summary="Create a cube owned by the caller")
+def create_cube(body: CubeIn, memory: Memory, user: Caller) -> Cube:
+    return memory.create_cube(
+        body.name, owner=user.user_id, cube_id=body.cube_id, kind=body.kind, settings=body.settings
+    )
+
+
+@router.get("/mem_cubes", summary="The cubes the caller may read, oldest first")
+def list_cubes(memory: Memory, user: Caller) -> list[Cube]:
+    return memory.list_cubes(user_id=user.user_id)
+
+
+@router.get("/mem_cubes/{cube_id}", summary="One cube (needs read)")
+def get_cube(cube_id: str, memory: Memory, user: Caller) -> Cube:
+    return memory.get_cube(cube_id, user_id=user.user_id)
+
+
+@router.delete("/mem_cubes/{cube_id}", summary="Delete a cube and all its memory (needs admin)")
+def delete_cube(cube_id: str, memory: Memory, user: Caller) -> CubeDeleted:
+    count = memory.delete_cube(cube_id, user_id=user.user_id)
+    return CubeDeleted(cube_id=cube_id, deleted_items=count)
+
+
+@router.post("/mem_cubes/{cube_id}/share", summary="Grant a user read, write or admin")
+def share(cube_id: str, body: ShareIn, memory: Memory, user: Caller) -> Grant:
+    """Give ``user_id`` ``permission`` on the cube; the caller needs admin on it."""
+    return memory.grant(cube_id, body.user_id, body.permission, by=user.user_id)

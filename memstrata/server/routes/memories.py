@@ -1,0 +1,179 @@
+"""Memory items: ``/memories…`` (add messages or a document, list, get, update, delete, history)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pydantic
+from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+
+from memstrata.errors import ValidationError
+from memstrata.model import ItemType, MemoryItem, Status, Tier, User, Version
+from memstrata.server.auth import Caller, Memory
+from memstrata.server.routes import ERRORS, check_self
+from memstrata.server.schemas import Added, AddIn, UpdateIn
+from memstrata.system import MAX_TOP_K, MemoryOS
+
+router = APIRouter(tags=["memories"], responses=ERRORS)
+
+#: The form fields of a document upload (``file`` is the document itself).
+_FORM_FIELDS = ("file", "cube_id", "mem_cube_id", "session_id", "user_id")
+_UPLOAD_SCHEMA = {
+    "type": "object",
+    "required": ["file", "cube_id"],
+    "properties": {
+        "file": {
+            "type": "string",
+            "format": "binary",
+            "description": "A .txt, .md, .json or .pdf document; its name's suffix says which.",
+        },
+        "cube_id": {"type": "string"},
+        "session_id": {"type": "string"},
+    },
+}
+_ADD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": AddIn.model_json_schema()},
+            "multipart/form-data": {"schema": _UPLOAD_SCHEMA},
+        },
+    }
+}
+#: The largest ``offset`` a page may start at (SQLite integers are 64-bit).
+MAX_OFFSET = 2**31
+
+
+@router.post("/memories", openapi_extra=_ADD_BODY, summary="Add messages, a text or a document")
+async def add_memories(request: Request, memory: Memory, user: Caller) -> Added:
+    """Remember chat ``messages`` or one ``memory_content`` text (JSON), or a document (multipart).
+
+    Needs write on the cube.  Messages are searchable when this returns; a document is split into
+    chunks (each a ``long``/``chunk`` item with its span in the document as its source).
+    """
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media == "multipart/form-data":
+        return await _add_document(request, memory, user)
+    if media != "application/json" and not media.endswith("+json"):
+        raise HTTPException(
+            415, detail="send application/json (messages) or multipart/form-data (a document)"
+        )
+    body = _parse(AddIn, await request.body())
+    check_self(body.user_id, user)
+    ids = await run_in_threadpool(
+        memory.add,
+        _content(body),
+        user_id=user.user_id,
+        cube_id=body.cube_id,
+        session_id=body.session_id,
+    )
+    return Added(ids=ids)
+
+
+def _content(body: AddIn) -> list[dict[str, Any]] | str:
+    """What ``MemoryOS.add`` gets: the messages or the one text (exactly one must be given)."""
+    if body.memory_content is None and body.messages is not None:
+        return body.messages
+    if body.messages is None and body.memory_content is not None:
+        return body.memory_content
+    raise ValidationError("give either messages or memory_content, not both or neither")
+
+
+def _parse(model: type[AddIn], raw: bytes) -> AddIn:
+    """The body as ``model``; a 422 (like FastAPI's own) when it is not JSON or does not fit."""
+    try:
+        return model.model_validate_json(raw)
+    except pydantic.ValidationError as exc:
+        problems = [{**p, "loc": ("body", *p["loc"])} for p in exc.errors(include_url=False)]
+        raise RequestValidationError(problems) from exc
+
+
+async def _add_document(request: Request, memory: MemoryOS, user: User) -> Added:
+    """The multipart upload: fields ``file``, ``cube_id`` (or ``mem_cube_id``), ``session_id``."""
+    async with request.form(max_files=1, max_fields=len(_FORM_FIELDS)) as form:
+        unknown = sorted(set(form) - set(_FORM_FIELDS))
+        if unknown:
+            raise ValidationError(
+                f"unknown form field(s): {', '.join(unknown)}",
+                hint="send file, cube_id and optionally session_id",
+            )
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise ValidationError("the upload has no file field named 'file'")
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        cube_id = fields.get("cube_id") or fields.get("mem_cube_id")
+        if not cube_id:
+            raise ValidationError("the upload has no cube_id field")
+        check_self(fields.get("user_id"), user)
+        data = await upload.read()
+        filename = upload.filename or ""
+    ids = await run_in_threadpool(
+        memory.add_document,
+        data,
+        filename=filename,
+        user_id=user.user_id,
+        cube_id=cube_id,
+        session_id=fields.get("session_id"),
+    )
+    return Added(ids=ids)
+
+
+@router.get("/memories/{cube_id}", summary="A page of a cube's items, oldest event first")
+def list_memories(
+    cube_id: str,
+    memory: Memory,
+    user: Caller,
+    limit: Annotated[int, Query(ge=1, le=MAX_TOP_K)] = 100,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    session_id: str | None = None,
+    tier: Annotated[list[Tier] | None, Query()] = None,
+    kind: Annotated[list[ItemType] | None, Query(alias="type")] = None,
+    status: Annotated[list[Status] | None, Query()] = None,
+) -> list[MemoryItem]:
+    """Items passing the filters (repeat ``tier``, ``type``, ``status`` for several); needs read.
+
+    Without ``status``, only ``generated`` and ``activated`` items are listed.
+    """
+    given = {"session_id": session_id, "tier": tier, "type": kind, "status": status}
+    filters = {key: value for key, value in given.items() if value is not None}
+    return memory.list_memories(
+        cube_id, user_id=user.user_id, filters=filters, limit=limit, offset=offset
+    )
+
+
+@router.get("/memories/{cube_id}/{memory_id}", summary="The current version of an item")
+def get_memory(cube_id: str, memory_id: str, memory: Memory, user: Caller) -> MemoryItem:
+    return memory.get(memory_id, user_id=user.user_id, cube_id=cube_id)
+
+
+@router.put("/memories/{cube_id}/{memory_id}", summary="Write a new version of an item")
+def update_memory(
+    cube_id: str, memory_id: str, body: UpdateIn, memory: Memory, user: Caller
+) -> MemoryItem:
+    """New ``text`` and/or ``metadata`` (needs write); the old version stays in the history."""
+    return memory.update(
+        memory_id,
+        user_id=user.user_id,
+        text=body.text,
+        metadata=body.metadata,
+        reason=body.reason,
+        cube_id=cube_id,
+    )
+
+
+@router.delete("/memories/{cube_id}/{memory_id}", summary="Soft-delete an item")
+def delete_memory(
+    cube_id: str, memory_id: str, memory: Memory, user: Caller, reason: str | None = None
+) -> MemoryItem:
+    """Status ``deleted``: out of search, history kept (needs write).  Idempotent."""
+    return memory.delete(memory_id, user_id=user.user_id, reason=reason, cube_id=cube_id)
+
+
+@router.get("/memories/{cube_id}/{memory_id}/history", summary="Every version of an item")
+def history(cube_id: str, memory_id: str, memory: Memory, user: Caller) -> list[Version]:
+    """Oldest first, each with who made it, when and why."""
+    return memory.history(memory_id, user_id=user.user_id, cube_id=cube_id)

@@ -1,0 +1,75 @@
+"""Running the service: ``/configure``, ``/tasks``, ``/tasks/wait``, ``/health``, ``/metrics``."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, cast
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import PlainTextResponse
+
+from memstrata import __version__
+from memstrata.scheduler import Task, TaskStatus
+from memstrata.server import metrics
+from memstrata.server.auth import Caller, Memory
+from memstrata.server.routes import ERRORS
+from memstrata.server.schemas import ConfigureIn, Health, WaitIn, WaitOut
+from memstrata.system import MAX_TOP_K
+
+router = APIRouter(tags=["operations"], responses=ERRORS)
+public = APIRouter(tags=["operations"])
+
+
+@public.get("/health", summary="Liveness (no API key needed)")
+def health() -> Health:
+    return Health(status="ok", version=__version__)
+
+
+@router.post("/configure", summary="Change runtime search settings (admin only)")
+def configure(body: ConfigureIn, memory: Memory, user: Caller) -> dict[str, int | float]:
+    """Change settings named in ``MemoryOS.RUNTIME_SETTINGS`` for this process; returns them all.
+
+    Other settings are fixed at start-up and are a 422 here.
+    """
+    updated = memory.configure(by=user.user_id, **body.model_dump(exclude_unset=True))
+    return {name: getattr(updated, name) for name in memory.RUNTIME_SETTINGS}
+
+
+@router.get("/tasks", summary="Recent background tasks of the caller's cubes, newest first")
+def tasks(
+    memory: Memory,
+    user: Caller,
+    cube_id: str | None = None,
+    status: TaskStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_TOP_K)] = 100,
+) -> list[Task]:
+    return memory.tasks(user_id=user.user_id, cube_id=cube_id, status=status, limit=limit)
+
+
+@router.post("/tasks/wait", summary="Wait until a cube's background tasks are done")
+def wait(memory: Memory, user: Caller, body: WaitIn | None = None) -> WaitOut:
+    """Block until ``cube_id`` (default: each cube the caller may read) has no outstanding task,
+    or ``timeout_s`` (at most ``MAX_WAIT_S``) has passed; ``done`` says which came first.
+    """
+    asked = body or WaitIn()
+    if asked.cube_id is None:
+        cubes = [c.cube_id for c in memory.list_cubes(user_id=user.user_id)]
+    else:
+        cubes = [memory.get_cube(asked.cube_id, user_id=user.user_id).cube_id]
+    deadline = time.monotonic() + asked.timeout_s
+    done = all(memory.wait(c, timeout=max(0.0, deadline - time.monotonic())) for c in cubes)
+    return WaitOut(done=done)
+
+
+@router.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    summary="Prometheus metrics: requests, latency, the caller's cubes",
+)
+def prometheus(request: Request, memory: Memory, user: Caller) -> PlainTextResponse:
+    """Request counts and latency for the whole server; item counts for the caller's cubes."""
+    registry = cast(metrics.Metrics, request.app.state.metrics)
+    stats: dict[str, Any] = memory.stats(user_id=user.user_id)
+    lines = [*registry.lines(), *metrics.stats_lines(stats)]
+    return PlainTextResponse("\n".join(lines) + "\n", media_type=metrics.CONTENT_TYPE)
