@@ -352,3 +352,48 @@ def test_console_script(launcher: list[str], tmp_path: Path) -> None:
     assert failed.stderr.splitlines() == ["error: unknown user 'nobody' (create the user first)"]
     usage = run("--no-such-option")
     assert usage.returncode == 2 and len(usage.stderr.splitlines()) == 1
+
+
+# -- keys, documents, chat -------------------------------------------------------------------
+
+
+def test_api_keys_are_created_listed_and_revoked(
+    item: str, db_path: Path, ok: Callable[..., str], ok_json: Callable[..., Any]
+) -> None:
+    created = ok_json("users", "create-key", "alice", "--label", "laptop")
+    assert created["key"].startswith("ms_")
+    [listed] = ok_json("users", "keys", "alice")
+    assert (listed["key_id"], listed["label"], listed["revoked_at"]) == (
+        created["key_id"], "laptop", None,
+    )  # fmt: skip
+    assert "key" not in listed and "secret" not in listed
+    assert ok("users", "revoke-key", "alice", created["key_id"]).strip() == (
+        f"revoked key {created['key_id']}"
+    )
+    assert "revoked" in ok("users", "keys", "alice")
+    result = invoke("--db", str(db_path), "users", "revoke-key", "alice", created["key_id"])
+    assert_one_error_line(result, 1, "no active key")
+
+
+def test_add_document_stores_its_chunks(
+    item: str, tmp_path: Path, ok_json: Callable[..., Any], db_path: Path
+) -> None:
+    doc = tmp_path / "garden.md"
+    doc.write_text("# Garden\n\nThe tomatoes go in the south bed.\n\nWater them at dawn.\n")
+    ids = ok_json("add", "--user", "alice", "--cube", "notes", "--document", str(doc))
+    assert len(ids) >= 1
+    hits = ok_json("search", "where do tomatoes go", "--user", "alice", "--top-k", "1")
+    assert "south bed" in hits[0]["item"]["text"] and hits[0]["item"]["type"] == "chunk"
+    result = invoke("--db", str(db_path), "add", "x", "--user", "alice", "--cube", "notes",
+                    "--document", str(doc))  # fmt: skip
+    assert_one_error_line(result, 2, "one of TEXT, --file or --document")
+    bad = tmp_path / "photo.png"
+    bad.write_bytes(b"\x89PNG")
+    result = invoke("--db", str(db_path), "add", "--user", "alice", "--cube", "notes",
+                    "--document", str(bad))  # fmt: skip
+    assert_one_error_line(result, 1, "unsupported document type")
+
+
+def test_chat_without_a_model_says_how_to_configure_one(item: str, db_path: Path) -> None:
+    result = invoke("--db", str(db_path), "chat", "hi", "--user", "alice", "--cube", "notes")
+    assert_one_error_line(result, 1, "needs a chat model", "MEMSTRATA_LLM_PROVIDER")

@@ -22,6 +22,7 @@ from click.exceptions import NoArgsIsHelpError
 
 from memstrata.cli import demo as demo_module
 from memstrata.cli import render
+from memstrata.cli.mcp import mcp as mcp_command
 from memstrata.config import Settings
 from memstrata.embed import EMBEDDERS
 from memstrata.errors import MemstrataError
@@ -221,6 +222,36 @@ def users_list(memory: MemoryOS) -> None:
     _emit(found, render.table(map(render.user_row, found)))
 
 
+@users.command("create-key")
+@click.argument("user_id")
+@click.option("--label", help="What the key is for (shown in key lists).")
+@_with_memory
+def users_create_key(memory: MemoryOS, user_id: str, label: str | None) -> None:
+    """Create an API key for USER_ID and print it (it is shown this once)."""
+    key = memory.create_key(user_id, by=user_id, label=label)
+    _emit({"key_id": key.key_id, "key": key.secret}, [f"{key.key_id}  {key.secret}"])
+
+
+@users.command("keys")
+@click.argument("user_id")
+@_with_memory
+def users_keys(memory: MemoryOS, user_id: str) -> None:
+    """List USER_ID's API keys (ids and labels; the keys themselves are not stored)."""
+    found = memory.list_keys(user_id, by=user_id)
+    shown = [{k: v for k, v in vars(key).items() if k != "secret"} for key in found]
+    _emit(shown, render.table(map(render.key_row, found)))
+
+
+@users.command("revoke-key")
+@click.argument("user_id")
+@click.argument("key_id")
+@_with_memory
+def users_revoke_key(memory: MemoryOS, user_id: str, key_id: str) -> None:
+    """Revoke USER_ID's API key KEY_ID."""
+    memory.revoke_key(user_id, key_id, by=user_id)
+    _emit({"revoked": key_id}, [f"revoked key {key_id}"])
+
+
 @cli.group()
 def cubes() -> None:
     """Create, list, share and re-embed memory cubes."""
@@ -306,6 +337,12 @@ def _messages(text: str | None, file: IO[str] | None, **fields: str | None) -> A
     metavar="FILE",
     help="JSON list of messages (role, content, name, timestamp, id, metadata); - for stdin.",
 )
+@click.option(
+    "--document",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="PATH",
+    help="A .txt, .md, .json or .pdf file, stored as chunks.",
+)
 @_with_memory
 def add(
     memory: MemoryOS,
@@ -318,8 +355,20 @@ def add(
     timestamp: str | None,
     external_id: str | None,
     file: IO[str] | None,
+    document: str | None,
 ) -> None:
-    """Remember TEXT (or every message of --file); prints the new item ids in order."""
+    """Remember TEXT (or every message of --file, or the chunks of --document); prints the new
+    item ids in order."""
+    if document is not None:
+        if text is not None or file is not None:
+            raise click.UsageError("give one of TEXT, --file or --document")
+        path = Path(document)
+        ids = memory.add_document(
+            path.read_bytes(), filename=path.name, user_id=user_id, cube_id=cube_id,
+            session_id=session_id,
+        )  # fmt: skip
+        _emit(ids, ids)
+        return
     messages = _messages(text, file, role=role, name=name, timestamp=timestamp, id=external_id)
     ids = memory.add(messages, user_id=user_id, cube_id=cube_id, session_id=session_id)
     _emit(ids, ids)
@@ -359,6 +408,39 @@ def search(
         query, user_id=user_id, cube_ids=list(cube_ids) or None, top_k=top_k, filters=filters
     )
     _emit(hits, render.table(map(render.hit_row, hits)))
+
+
+@cli.command()
+@click.argument("query")
+@_user
+@click.option(
+    "--cube", "cube_id", required=True, metavar="CUBE", help="Cube that keeps the exchange."
+)
+@click.option("--session", "session_id", metavar="ID", help="Session of the exchange.")
+@click.option("--budget", default=1000, show_default=True, metavar="TOKENS", help="Context size.")
+@click.option("--stream/--no-stream", default=True, show_default=True, help="Print as it comes.")
+@_with_memory
+def chat(
+    memory: MemoryOS,
+    query: str,
+    user_id: str,
+    cube_id: str,
+    session_id: str | None,
+    budget: int,
+    stream: bool,
+) -> None:
+    """Ask the chat model QUERY with memory as context; the exchange is remembered.
+
+    Needs a chat model (MEMSTRATA_LLM_PROVIDER=openai|local, see docs/configuration.md).
+    """
+    kwargs: dict[str, Any] = {"user_id": user_id, "cube_id": cube_id, "session_id": session_id}
+    if stream and not _options().as_json:
+        for piece in memory.chat_stream(query, budget_tokens=budget, **kwargs):
+            click.echo(piece, nl=False)
+        click.echo()
+        return
+    reply = memory.chat(query, budget_tokens=budget, **kwargs)
+    _emit({"answer": reply.answer, "ids": reply.ids}, [reply.answer])
 
 
 @cli.command()
@@ -467,6 +549,9 @@ def eval_locomo(data: str, tiers: bool, conversations: int | None, out: str | No
     if out:
         Path(out).write_text(json.dumps(result, indent=2), encoding="utf-8")
     _emit(result, locomo.table(result))
+
+
+cli.add_command(mcp_command)
 
 
 def main(args: Sequence[str] | None = None) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import fields, is_dataclass
 from datetime import datetime
 
-from memstrata.model import Cube, Hit, MemoryItem, User, Version
+from memstrata.model import ApiKey, Cube, Hit, MemoryItem, User, Version
 
 TEXT_WIDTH = 100
 
@@ -46,6 +46,13 @@ def short(text: str, width: int = TEXT_WIDTH) -> str:
 
 def user_row(user: User) -> tuple[str, ...]:
     return (user.user_id, user.role, user.name or "-")
+
+
+def key_row(key: ApiKey) -> tuple[str, ...]:
+    state = (
+        "revoked " + key.revoked_at.isoformat(timespec="seconds") if key.revoked_at else "active"
+    )
+    return (key.key_id, state, key.label or "-")
 
 
 def cube_row(cube: Cube) -> tuple[str, ...]:
