@@ -114,6 +114,12 @@ class Settings:
         default=None,
         metadata=_help("API key of the admin created on an empty database (else one is printed)"),
     )
+    mcp_user: str | None = field(
+        default=None, metadata=_help("the acting user of `memstrata mcp` over stdio")
+    )
+    mcp_cube: str | None = field(
+        default=None, metadata=_help("that user's cube for `memstrata mcp` over stdio")
+    )
     max_request_bytes: int = field(
         default=10_000_000, metadata=_help("largest HTTP request body the server accepts")
     )

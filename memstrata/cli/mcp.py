@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import click
 
+from memstrata.config import Settings
+
 #: The HTTP port when --port is not given (8000 is the REST server's, 8080 the local LLM's).
 DEFAULT_PORT = 8765
 
@@ -32,14 +34,15 @@ DEFAULT_PORT = 8765
     "--user",
     "user_id",
     metavar="USER",
-    help="stdio: the acting user, created if absent (over HTTP the API key names the user).",
+    help="stdio: the acting user, created if absent  [default: the mcp_user setting] "
+    "(over HTTP the API key names the user).",
 )
 @click.option(
     "--cube",
     "cube_id",
     metavar="CUBE",
-    help="stdio: the user's cube, created if absent  [default: the oldest cube USER owns, "
-    "else a new one named USER]",
+    help="stdio: the user's cube, created if absent  [default: the mcp_cube setting, else the "
+    "oldest cube USER owns, else a new one named USER]",
 )
 @click.option(
     "--db",
@@ -61,8 +64,12 @@ def mcp(
 
     if transport == "http" and (user_id or cube_id):
         raise click.UsageError("--user and --cube apply to stdio; over HTTP the API key decides")
-    if transport == "stdio" and not user_id:
-        raise click.UsageError("--user is required with --transport stdio")
+    if transport == "stdio":
+        settings = Settings.load(_options().config)
+        user_id = user_id or settings.mcp_user
+        cube_id = cube_id or settings.mcp_cube
+        if not user_id:
+            raise click.UsageError("--transport stdio needs --user (or the mcp_user setting)")
     # workers=None: the configured background workers (a server consolidates as it goes).
     with _options().open(db_path, workers=None) as memory:
         if user_id is not None:

@@ -266,7 +266,7 @@ def test_fixed_caller_refuses_a_cube_of_someone_else(mos: MemoryOS, alice_cube: 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["mcp"], "--user is required with --transport stdio"),
+        (["mcp"], "--transport stdio needs --user (or the mcp_user setting)"),
         (["mcp", "--transport", "http", "--user", "x"], "--user and --cube apply to stdio"),
     ],
 )
