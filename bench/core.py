@@ -31,6 +31,9 @@ Figures (ms are wall-clock milliseconds; p50/p95 are percentiles over the repeti
   nothing to ingest, the first ``--raw-sample`` turns of the stream are embedded alone.)
 * ``ingest`` – turns/s of ``add`` over the turns added to reach N (embedding, validation and a
   durable SQLite transaction per call: items, full-text index, vectors, version, event).
+* ``consolidation left`` – seconds ``wait()`` takes right after the last ``add``: the background
+  consolidation (working → mid, segments, promotion) still queued.  Small and independent of N
+  means the tiers keep up with ingest; the note counts items by tier and type at that point.
 * ``first search`` – the first ``search`` on a freshly opened ``MemoryOS``: it reads every vector of
   the cube into the in-memory mirror (what the first search after a restart pays).
 * ``search`` – ``search(top_k=10)`` over ``--queries`` synthetic questions after that warm-up:
@@ -472,6 +475,12 @@ class Bench:
         size = str(target)
         with self.open() as mos:
             figures = self.ingest(mos, target)
+            # The consolidation still queued when ingest stops: with the tiers keeping up it
+            # drains in about one task's time; a backlog grows with N.
+            start = time.perf_counter()
+            mos.wait()
+            figures["drain_s"] = time.perf_counter() - start
+            figures["tiers"] = mos.stats(user_id=USER, cube_id=self.cube_id)[self.cube_id]["items"]
         if "raw_embed" not in self.result:
             self.report_raw()
         if figures["ingested"]:
@@ -485,6 +494,8 @@ class Bench:
             )
         else:
             self.row(size, "ingest", None, "turns/s", f"reused: cube holds {self.held} turns")
+        tiers = ", ".join(f"{k} {v}" for k, v in sorted(figures["tiers"].items()))
+        self.row(size, "consolidation left", round(figures["drain_s"], 2), "s", tiers)
         figures["turns"] = self.held
         asked = questions(self.args.queries)
         scope = [self.cube_id]
