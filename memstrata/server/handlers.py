@@ -93,6 +93,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if not isinstance(exc, HTTPException):  # pragma: no cover - registered for that class only
         raise exc
     status = exc.status_code
+    if status == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
+        # FastAPI's answer to a JSON body that is not UTF-8: malformed JSON, like the rest.
+        return error_response(422, "invalid_input", "body: not valid JSON (not UTF-8 text)")
     code = HTTP_CODES.get(status, f"http_{status}")
     message = exc.detail if isinstance(exc.detail, str) else HTTPStatus(status).phrase
     hint = None

@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +63,8 @@ class Server:
     url: str
     memory: MemoryOS
     admin_key: str
+    #: a route, outside the OpenAPI description, that raises an exception no handler knows
+    boom_path: str = BOOM
     _clients: list[httpx.Client] = field(default_factory=list)
     _ids: Iterator[int] = field(default_factory=itertools.count)
 
@@ -92,6 +94,12 @@ class Account:
 
 def _boom() -> None:
     raise Boom("a bug nobody handled")
+
+
+@pytest.fixture(scope="session")
+def start_server() -> Callable[[FastAPI], AbstractContextManager[str]]:
+    """``serving``, for test modules that run an app of their own."""
+    return serving
 
 
 @pytest.fixture(scope="session")

@@ -28,6 +28,15 @@ _ERROR_STATUSES = {
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": text} for status, text in _ERROR_STATUSES.items()
 }
+#: ``ERRORS`` for a route whose own responses are not JSON (FastAPI would document a ``model``
+#: response in the route's media type): the JSON content is spelled out.
+JSON_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {
+        "description": text,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+    }
+    for status, text in _ERROR_STATUSES.items()
+}
 
 
 def check_self(claimed: str | None, user: User) -> None:

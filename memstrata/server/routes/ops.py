@@ -12,11 +12,12 @@ from memstrata import __version__
 from memstrata.scheduler import Task, TaskStatus
 from memstrata.server import metrics
 from memstrata.server.auth import Caller, Memory
-from memstrata.server.routes import ERRORS
+from memstrata.server.routes import ERRORS, JSON_ERRORS
 from memstrata.server.schemas import ConfigureIn, Health, WaitIn, WaitOut
 from memstrata.system import MAX_TOP_K
 
 router = APIRouter(tags=["operations"], responses=ERRORS)
+#: Routes that declare their own responses: ``/health`` (no key, no errors) and ``/metrics``.
 public = APIRouter(tags=["operations"])
 
 
@@ -61,10 +62,10 @@ def wait(memory: Memory, user: Caller, body: WaitIn | None = None) -> WaitOut:
     return WaitOut(done=done)
 
 
-@router.get(
+@public.get(
     "/metrics",
     response_class=PlainTextResponse,
-    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}, **JSON_ERRORS},
     summary="Prometheus metrics: requests, latency, the caller's cubes",
 )
 def prometheus(request: Request, memory: Memory, user: Caller) -> PlainTextResponse:
