@@ -13,6 +13,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -24,7 +25,6 @@ from memstrata.embed.base import check_cube_embedder
 from memstrata.errors import (
     AdminRequired,
     ConfigurationError,
-    ConflictError,
     CubeNotFound,
     ItemNotFound,
     LLMError,
@@ -35,6 +35,8 @@ from memstrata.errors import (
     UserNotFound,
     ValidationError,
 )
+from memstrata.lifecycle import erase, states
+from memstrata.lifecycle.history import search_as_of
 from memstrata.llm import LLM, ChatMessage, Completion, OpenAIChat, make_llm, usage
 from memstrata.model import (
     CUBE_KINDS,
@@ -44,6 +46,7 @@ from memstrata.model import (
     TIERS,
     ApiKey,
     Cube,
+    Event,
     Grant,
     Hit,
     MemoryItem,
@@ -52,6 +55,7 @@ from memstrata.model import (
     User,
     Version,
     new_id,
+    parse_time,
     permits,
     utcnow,
 )
@@ -341,6 +345,75 @@ class MemoryOS(Closing):
         self.store.put_grant(grant)
         return grant
 
+    def share(self, cube_id: str, user_id: str, permission: str = "read", *, by: str) -> Grant:
+        """``grant`` under MemOS's name: give ``user_id`` ``permission`` on a cube."""
+        return self.grant(cube_id, user_id, permission, by=by)
+
+    def revoke(self, cube_id: str, user_id: str, *, by: str) -> None:
+        """Take away ``user_id``'s grant on a cube (``by`` needs admin); the owner keeps admin."""
+        cube = self._require(by, cube_id, "admin")
+        self.get_user(user_id)
+        if user_id == cube.owner:
+            raise ValidationError("the owner of a cube always keeps admin")
+        if not self.store.delete_grant(cube_id, user_id, by):
+            raise NotFoundError(f"user {user_id!r} holds no grant on cube {cube_id!r}")
+
+    def grants(self, cube_id: str, *, by: str) -> list[Grant]:
+        """Who holds what on a cube (``by`` needs admin), oldest grant first."""
+        self._require(by, cube_id, "admin")
+        return self.store.list_grants(cube_id)
+
+    def audit(
+        self,
+        *,
+        by: str,
+        cube_id: str | None = None,
+        item_id: str | None = None,
+        since: Any = None,
+        limit: int = 1000,
+    ) -> list[Event]:
+        """The audit trail (append-only events), oldest first.
+
+        An administrator may read every event; a cube admin the events of that cube (give
+        ``cube_id`` or ``item_id``).  Erased content is absent from the events' payloads.
+        """
+        user = self.get_user(by)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise ValidationError("limit must be an integer from 1 to 10000")
+        at = None if since is None else parse_time(since, "since")
+        if item_id is not None:
+            item = self._item(item_id, by, "admin", cube_id)
+            cube_id = item.cube_id
+        elif cube_id is not None:
+            self._require(by, cube_id, "admin")
+        elif user.role != "admin":
+            raise AdminRequired(by)
+        return self.store.events(cube_id=cube_id, item_id=item_id, since=at, limit=limit)
+
+    def erase(
+        self,
+        item_id: str | None = None,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        cube_id: str | None = None,
+        subject_user_id: str | None = None,
+        reason: str | None = None,
+    ) -> int:
+        """Erase for good (GDPR): one item, a session of a cube, a whole cube, or everything
+        ``subject_user_id`` said; returns how many items were erased.
+
+        Content leaves the items, versions, full-text index, vectors, caches, task payloads and
+        event payloads; tombstones (ids, times, ops) stay.  Items derived from erased ones
+        (facts, segments, profile entries citing them) are erased too.  Needs ``write`` for an
+        item or a session, ``admin`` for a cube; a subject's data may be erased by that user or
+        an administrator (in every cube).  See ``lifecycle.erase``.
+        """
+        return erase.erase(
+            self, user_id, item_id=item_id, session_id=session_id, cube_id=cube_id,
+            subject_user_id=subject_user_id, reason=reason,
+        )  # fmt: skip
+
     # -- items -------------------------------------------------------------------------------
 
     def add(
@@ -452,13 +525,34 @@ class MemoryOS(Closing):
         cube_ids: Sequence[str] | None = None,
         top_k: int = 10,
         filters: Filters | Mapping[str, Any] | None = None,
+        include: Sequence[str] | None = None,
+        as_of: Any = None,
     ) -> list[Hit]:
-        """Hybrid search over ``cube_ids`` (default: every cube the user may read), best first."""
+        """Hybrid search over ``cube_ids`` (default: every cube the user may read), best first.
+
+        Each hit's item names its cube.  ``include`` adds ``merged``, ``archived`` or ``frozen``
+        items (left out by default).  With ``as_of`` (a time) the search answers as the memory
+        stood then: later items are absent, updated items show the version then current (see
+        ``lifecycle.history``; slower: it reads the cubes' history).
+        """
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query must be a non-empty string")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
             raise ValidationError(f"top_k must be an integer from 1 to {MAX_TOP_K}")
-        return self._search(query, self._readable(user_id, cube_ids), top_k, parse_filters(filters))
+        parsed = parse_filters(filters)
+        if include is not None:
+            statuses = (*parsed.statuses, *states.searched_statuses(include))
+            parsed = replace(parsed, statuses=tuple(dict.fromkeys(statuses)))
+        cubes = self._readable(user_id, cube_ids)
+        if as_of is None:
+            return self._search(query, cubes, top_k, parsed)
+        at = self._past_time(as_of, cubes)
+        for cube in cubes:
+            self._check_embedder(cube)
+        scope = [c.cube_id for c in cubes]
+        return search_as_of(
+            self.store, self.embedder, self.settings, query, scope, parsed, top_k, at
+        )
 
     def _search(self, query: str, cubes: list[Cube], top_k: int, filters: Filters) -> list[Hit]:
         """``search`` over cubes already checked readable."""
@@ -698,9 +792,74 @@ class MemoryOS(Closing):
         self.settings = updated
         return updated
 
-    def get(self, item_id: str, *, user_id: str, cube_id: str | None = None) -> MemoryItem:
-        """The current version of an item (deleted items too, with status ``deleted``)."""
-        return self._item(item_id, user_id, "read", cube_id)
+    def get(
+        self, item_id: str, *, user_id: str, cube_id: str | None = None, as_of: Any = None
+    ) -> MemoryItem:
+        """The current version of an item (deleted items too, with status ``deleted``).
+
+        With ``as_of`` (a time): the version current at that time; ``ItemNotFound`` if the item
+        did not exist yet.  A time in the future or before the cube existed is a
+        ``ValidationError``.
+        """
+        item = self._item(item_id, user_id, "read", cube_id)
+        if as_of is None:
+            return item
+        cube = self._require(user_id, item.cube_id, "read")
+        at = self._past_time(as_of, [cube])
+        then = [v for v in self.store.versions(item.id) if v.at <= at]
+        if not then:
+            raise ItemNotFound(item_id, cube_id)
+        return then[-1].item
+
+    def transition(
+        self,
+        item_id: str,
+        to: str,
+        *,
+        user_id: str,
+        reason: str | None = None,
+        cube_id: str | None = None,
+    ) -> MemoryItem:
+        """Move an item to another lifecycle state (``lifecycle.states``); needs ``write``.
+
+        An illegal move is a ``ConflictError`` naming the legal ones; ``deleted`` is reached only
+        by ``delete``/``erase``.  Writes a new version and an event with ``reason``.
+        """
+        item = self._item(item_id, user_id, "write", cube_id)
+        target = states.check_transition(item.id, item.status, to)
+        moved = replace(item, status=target)  # type: ignore[arg-type]
+        return self.store.update_item(moved, None, op="transition", actor=user_id, reason=reason)
+
+    def rollback(
+        self,
+        item_id: str,
+        version: int,
+        *,
+        user_id: str,
+        reason: str | None = None,
+        cube_id: str | None = None,
+    ) -> MemoryItem:
+        """Write a new version equal to ``version`` of the item (content and state); needs
+        ``write``.  History is kept: the rollback is itself a version and an event."""
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise ValidationError("version must be an integer")
+        item = self._item(item_id, user_id, "write", cube_id)
+        states.check_writable(item.id, item.status)
+        versions = {v.version: v.item for v in self.store.versions(item.id)}
+        if version not in versions:
+            raise NotFoundError(
+                f"item {item_id!r} has no version {version}",
+                hint=f"its versions are 1 to {item.version}",
+            )
+        old = versions[version]
+        cube = self._require(user_id, item.cube_id, "write")
+        self._check_embedder(cube)
+        restored = replace(item, **{name: getattr(old, name) for name in _RESTORED})
+        vector = None
+        if restored.text != item.text:
+            vector = self.embedder.embed_passages([embedding_text(restored)])[0]
+        why = reason or f"rollback to version {version}"
+        return self.store.update_item(restored, vector, op="rollback", actor=user_id, reason=why)
 
     def update(
         self,
@@ -723,8 +882,7 @@ class MemoryOS(Closing):
                 0
             ].metadata
         item = self._item(item_id, user_id, "write", cube_id)
-        if item.status == "deleted":
-            raise ConflictError(f"item {item_id!r} is deleted", hint="deleted items are read-only")
+        states.check_writable(item.id, item.status)
         cube = self._require(user_id, item.cube_id, "write")
         self._check_embedder(cube)
         new = replace(item, **changes)
@@ -740,6 +898,7 @@ class MemoryOS(Closing):
         item = self._item(item_id, user_id, "write", cube_id)
         if item.status == "deleted":
             return item
+        states.check_writable(item.id, item.status)
         deleted = replace(item, status="deleted")
         return self.store.update_item(deleted, None, op="delete", actor=user_id, reason=reason)
 
@@ -812,6 +971,17 @@ class MemoryOS(Closing):
             raise ValidationError("cube_ids must be a list of cube ids")
         return [self._require(user_id, c, "read") for c in dict.fromkeys(cube_ids)]
 
+    def _past_time(self, value: Any, cubes: Sequence[Cube]) -> datetime:
+        """``value`` as a time in the past, not before the oldest of ``cubes`` existed."""
+        at = parse_time(value, "as_of")
+        if at > utcnow():
+            raise ValidationError("as_of is in the future", hint="the memory has no future yet")
+        if cubes and at < min(c.created_at for c in cubes):
+            raise ValidationError(
+                "as_of is before the cube existed", hint=f"cubes start at {cubes[0].created_at}"
+            )
+        return at
+
     def _require_admin(self, user_id: str) -> User:
         user = self.get_user(user_id)
         if user.role != "admin":
@@ -839,6 +1009,13 @@ class MemoryOS(Closing):
 
     def _check_embedder(self, cube: Cube) -> None:
         check_cube_embedder(cube, self.embedder)
+
+
+#: What ``rollback`` copies from the old version (placement and bookkeeping stay as they are).
+_RESTORED = (
+    "text", "key", "keywords", "tags", "metadata", "status", "valid_from", "valid_to",
+    "confidence", "pinned", "sources", "merged_into",
+)  # fmt: skip
 
 
 def _check_id(value: object, what: str) -> None:

@@ -48,6 +48,9 @@ class PrincipalStore(Protocol):
     def revoke_key(self, user_id: str, key_id: str, actor: str) -> bool:
         """Revoke a live key of ``user_id``; False if there is none with that id."""
 
+    def erase_items(self, item_ids: Sequence[str], actor: str, reason: str | None) -> int:
+        """Remove the items' content everywhere, leaving tombstones (ids, times, ops)."""
+
     def delete_cube(self, cube_id: str, actor: str) -> int:
         """Delete a cube and all its content (events stay, payloads blanked); the item count."""
 
@@ -61,6 +64,11 @@ class PrincipalStore(Protocol):
 
     def put_grant(self, grant: Grant) -> None:
         """Insert or replace the grant of (cube, user), recording an event."""
+
+    def delete_grant(self, cube_id: str, user_id: str, actor: str) -> bool:
+        """Remove the grant of (cube, user), recording an event; False if there was none."""
+
+    def list_grants(self, cube_id: str) -> list[Grant]: ...
 
     def permission(self, cube_id: str, user_id: str) -> str | None:
         """The permission ``user_id`` holds on ``cube_id``, or None."""
@@ -141,9 +149,21 @@ class ItemStore(Protocol):
         """Every version of an item, oldest first."""
 
     def events(
-        self, *, cube_id: str | None = None, item_id: str | None = None, limit: int = 1000
+        self,
+        *,
+        cube_id: str | None = None,
+        item_id: str | None = None,
+        since: datetime | None = None,
+        limit: int = 1000,
     ) -> list[Event]:
-        """Events, oldest first, narrowed by cube or item."""
+        """Events, oldest first, narrowed by cube, item and time."""
+
+    def cubes_with_items_of(self, user_id: str) -> list[str]:
+        """The cubes holding items added by ``user_id`` (their ``user_id``)."""
+
+    def items_as_of(self, cube_id: str, at: datetime) -> list[MemoryItem]:
+        """Every item of a cube as its latest version written at or before ``at`` stood
+        (items first written after ``at`` are absent), by event time."""
 
     def iter_items(self, cube_id: str) -> Iterator[MemoryItem]:
         """Every item of a cube that has a vector, in id order (streamed)."""

@@ -61,6 +61,12 @@ POSTINGS_TTL_S = 60.0
 POSTINGS_CACHE_SIZE = 50_000
 _USER_COLS = "user_id, name, role, created_at"
 _CUBE_COLS = "cube_id, name, owner, kind, settings, embedder, created_at"
+# An erased item keeps identity, placement and times; everything said in it goes.
+_ERASE = (
+    "UPDATE items SET text = '', key = NULL, keywords = '[]', tags = '[]', metadata = '{}', "
+    "speaker = NULL, external_id = NULL, sources = '[]', status = 'deleted', "
+    "version = version + 1, updated_at = ?, seq = ? WHERE rid = ?"
+)
 _EVENT_COLS = "seq, at, actor, cube_id, item_id, op, before, after, version, reason"
 
 
@@ -151,6 +157,8 @@ class SQLiteStore:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
+        # Freed pages are zeroed, so erased content does not linger in the file's free list.
+        conn.execute("PRAGMA secure_delete = ON")
         found = schema.current_version(conn)
         if found > schema.LATEST:
             conn.close()
@@ -330,8 +338,61 @@ class SQLiteStore:
             )
             conn.execute("DELETE FROM cubes WHERE cube_id = ?", (cube_id,))
             _event(conn, actor, cube_id, None, "delete_cube", after={"items": count})
+            conn.execute("INSERT INTO items_fts (items_fts) VALUES ('optimize')")
         self._vectors.forget(cube_id)
+        with self._postings_lock:
+            self._postings_cache.clear()
         return int(count)
+
+    def erase_items(self, item_ids: Sequence[str], actor: str, reason: str | None) -> int:
+        """Remove the content of items for good, leaving tombstones; returns how many.
+
+        In one transaction: each item row keeps its id, cube, placement and times but loses its
+        text, key, keywords, tags, metadata, speaker, external id and sources, and becomes
+        ``deleted``; its versions, vector and full-text row go; its events keep op, time and
+        actor with payloads blanked; tasks that name it are dropped (unless running); an
+        ``erase`` event is added.  The full-text index is then optimised so no old segment keeps
+        the words, and freed pages are zeroed (``secure_delete``), so after a WAL checkpoint and
+        ``VACUUM`` the content is nowhere in the files.
+        """
+        erased = 0
+        cubes: set[str] = set()
+        with self.transaction() as conn:
+            for start in range(0, len(item_ids), 500):
+                chunk = list(item_ids[start : start + 500])
+                marks = ", ".join("?" * len(chunk))
+                found = conn.execute(
+                    f"SELECT rid, id, cube_id FROM items WHERE id IN ({marks})", chunk
+                ).fetchall()
+                if not found:
+                    continue
+                rids = [r[0] for r in found]
+                rid_marks = ", ".join("?" * len(rids))
+                conn.execute(f"DELETE FROM items_fts WHERE rowid IN ({rid_marks})", rids)
+                conn.execute(f"DELETE FROM vectors WHERE rid IN ({rid_marks})", rids)
+                conn.execute(f"DELETE FROM item_versions WHERE item_id IN ({marks})", chunk)
+                conn.execute(
+                    "UPDATE events SET before = NULL, after = NULL, reason = NULL "
+                    f"WHERE item_id IN ({marks})",
+                    chunk,
+                )
+                seq = _next_seq(conn, len(found))
+                for n, (rid, item_id, cube_id) in enumerate(found):
+                    conn.execute(_ERASE, (time.time(), seq - n, rid))
+                    conn.execute(
+                        "DELETE FROM tasks WHERE status != 'running' AND payload LIKE ?",
+                        (f"%{item_id}%",),
+                    )
+                    _event(conn, actor, cube_id, item_id, "erase", reason=reason)
+                    cubes.add(cube_id)
+                erased += len(found)
+            if erased:
+                conn.execute("INSERT INTO items_fts (items_fts) VALUES ('optimize')")
+        for cube_id in cubes:
+            self._vectors.forget(cube_id)
+        with self._postings_lock:
+            self._postings_cache.clear()
+        return erased
 
     def put_grant(self, grant: Grant) -> None:
         with self.transaction() as conn:
@@ -343,6 +404,22 @@ class SQLiteStore:
             )  # fmt: skip
             _event(conn, grant.granted_by, grant.cube_id, None, "grant",
                    after={"user_id": grant.user_id, "permission": grant.permission})  # fmt: skip
+
+    def delete_grant(self, cube_id: str, user_id: str, actor: str) -> bool:
+        with self.transaction() as conn:
+            done = conn.execute(
+                "DELETE FROM grants WHERE cube_id = ? AND user_id = ?", (cube_id, user_id)
+            ).rowcount
+            if done:
+                _event(conn, actor, cube_id, None, "revoke", after={"user_id": user_id})
+            return bool(done)
+
+    def list_grants(self, cube_id: str) -> list[Grant]:
+        sql = (
+            "SELECT cube_id, user_id, permission, granted_by, granted_at FROM grants "
+            "WHERE cube_id = ? ORDER BY granted_at, user_id"
+        )
+        return [rows.grant_from_row(r) for r in self.reader().execute(sql, (cube_id,))]
 
     def permission(self, cube_id: str, user_id: str) -> str | None:
         row = (
@@ -524,9 +601,18 @@ class SQLiteStore:
         ]
 
     def events(
-        self, *, cube_id: str | None = None, item_id: str | None = None, limit: int = 1000
+        self,
+        *,
+        cube_id: str | None = None,
+        item_id: str | None = None,
+        since: datetime | None = None,
+        limit: int = 1000,
     ) -> list[Event]:
-        clauses, params = ["1"], []
+        clauses: list[str] = ["1"]
+        params: list[Any] = []
+        if since is not None:
+            clauses.append("at >= ?")
+            params.append(to_epoch(since))
         if cube_id is not None:
             clauses.append("cube_id = ?")
             params.append(cube_id)
@@ -535,6 +621,19 @@ class SQLiteStore:
             params.append(item_id)
         sql = f"SELECT {_EVENT_COLS} FROM events WHERE {' AND '.join(clauses)} ORDER BY seq LIMIT ?"
         return [rows.event_from_row(r) for r in self.reader().execute(sql, [*params, limit])]
+
+    def cubes_with_items_of(self, user_id: str) -> list[str]:
+        sql = "SELECT DISTINCT cube_id FROM items WHERE user_id = ? ORDER BY cube_id"
+        return [r[0] for r in self.reader().execute(sql, (user_id,))]
+
+    def items_as_of(self, cube_id: str, at: datetime) -> list[MemoryItem]:
+        sql = (
+            "SELECT v.snapshot FROM item_versions v JOIN items i ON i.id = v.item_id "
+            "WHERE i.cube_id = ? AND v.version = (SELECT max(w.version) FROM item_versions w "
+            "WHERE w.item_id = v.item_id AND w.at <= ?) ORDER BY i.event_time, i.id"
+        )
+        cursor = self.reader().execute(sql, (cube_id, to_epoch(at)))
+        return [rows.item_from_dict(json.loads(r[0])) for r in cursor]
 
     def iter_items(self, cube_id: str) -> Iterator[MemoryItem]:
         cursor = self.reader().execute(
