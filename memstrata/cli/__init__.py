@@ -23,6 +23,7 @@ from click.exceptions import NoArgsIsHelpError
 from memstrata.cli import demo as demo_module
 from memstrata.cli import render
 from memstrata.cli.mcp import mcp as mcp_command
+from memstrata.cli.serve import serve
 from memstrata.config import Settings
 from memstrata.embed import EMBEDDERS
 from memstrata.errors import MemstrataError
@@ -552,6 +553,7 @@ def eval_locomo(data: str, tiers: bool, conversations: int | None, out: str | No
 
 
 cli.add_command(mcp_command)
+cli.add_command(serve)
 
 
 def main(args: Sequence[str] | None = None) -> None:
