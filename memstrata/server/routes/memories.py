@@ -15,7 +15,7 @@ from memstrata.errors import ValidationError
 from memstrata.model import ItemType, MemoryItem, Status, Tier, User, Version
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import ERRORS, check_self
-from memstrata.server.schemas import Added, AddIn, UpdateIn
+from memstrata.server.schemas import Added, AddIn, ErrorBody, UpdateIn
 from memstrata.system import MAX_TOP_K, MemoryOS
 
 router = APIRouter(tags=["memories"], responses=ERRORS)
@@ -48,7 +48,12 @@ _ADD_BODY = {
 MAX_OFFSET = 2**31
 
 
-@router.post("/memories", openapi_extra=_ADD_BODY, summary="Add messages, a text or a document")
+@router.post(
+    "/memories",
+    openapi_extra=_ADD_BODY,
+    responses={415: {"model": ErrorBody, "description": "Neither JSON nor multipart"}},
+    summary="Add messages, a text or a document",
+)
 async def add_memories(request: Request, memory: Memory, user: Caller) -> Added:
     """Remember chat ``messages`` or one ``memory_content`` text (JSON), or a document (multipart).
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -94,7 +95,8 @@ def chat(body: ChatIn, memory: Memory, user: Caller) -> ChatOut:
     summary="/chat as server-sent events, piece by piece",
 )
 def chat_stream(body: ChatIn, memory: Memory, user: Caller) -> StreamingResponse:
-    """Everything is checked before the stream starts, so those errors are plain JSON errors.
+    """Everything is checked, and the model's first piece awaited, before the stream starts, so
+    those errors are plain JSON errors.
 
     The exchange is stored once the last piece is sent; a stream the client abandons stores
     nothing.
@@ -108,8 +110,9 @@ def chat_stream(body: ChatIn, memory: Memory, user: Caller) -> StreamingResponse
         budget_tokens=body.budget_tokens,
         max_tokens=body.max_tokens,
     )
+    first = next(pieces, None)  # a model that fails at once is a plain 502, not a broken stream
     return StreamingResponse(
-        _events(pieces),
+        _events(itertools.chain([] if first is None else [first], pieces)),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
