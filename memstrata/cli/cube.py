@@ -1,0 +1,71 @@
+"""``memstrata export`` and ``memstrata import``: a cube to and from a MemCube (docs/memcube.md).
+
+Thin adapters over ``memstrata.cube_ops``: parse the arguments, call the core, print a line (or
+JSON with ``--json``).  Every failure is the CLI's one ``error: …`` line.
+"""
+
+from __future__ import annotations
+
+import click
+
+from memstrata import cube_ops
+from memstrata.cube import FORMAT_VERSION
+
+
+@click.command("export")
+@click.argument("cube_id")
+@click.argument("path", type=click.Path())
+@click.option(
+    "--user", "user_id", required=True, metavar="USER", help="Acting user; needs admin on the cube."
+)
+def export_command(cube_id: str, path: str, user_id: str) -> None:
+    """Write CUBE_ID to PATH: a new directory, or a .tar.gz archive when PATH ends so.
+
+    PATH must not exist (an empty directory is fine): an export never overwrites.
+    """
+    from memstrata.cli import _emit, _options  # here: memstrata.cli imports this module
+
+    with _options().open() as memory:
+        manifest = cube_ops.export_cube(memory, cube_id, path, user_id=user_id)
+    counts = manifest.counts
+    _emit(
+        {"cube_id": cube_id, "path": path, "format_version": FORMAT_VERSION, "counts": counts},
+        [
+            f"exported cube {cube_id} to {path}: {counts['items']} items, "
+            f"{counts['versions']} versions, {counts['events']} events, "
+            f"{counts['artifacts']} artifacts"
+        ],
+    )
+
+
+@click.command("import")
+@click.argument("path", type=click.Path(exists=True))
+@click.option(
+    "--owner", required=True, metavar="USER", help="User who owns the new cube (gets admin)."
+)
+@click.option(
+    "--cube-id",
+    metavar="ID",
+    help="Id of the new cube  [default: the exported id; a new one with --remap-ids]",
+)
+@click.option(
+    "--remap-ids",
+    is_flag=True,
+    help="Give every item and artifact a new id (to import a copy next to the original).",
+)
+@click.option(
+    "--reembed",
+    is_flag=True,
+    help="Recompute the vectors with this database's embedder (needed when the MemCube's differs).",
+)
+def import_command(
+    path: str, owner: str, cube_id: str | None, remap_ids: bool, reembed: bool
+) -> None:
+    """Import the MemCube at PATH (a directory or a .tar.gz) as a new cube."""
+    from memstrata.cli import _emit, _options, render  # here: memstrata.cli imports this module
+
+    with _options().open() as memory:
+        cube = cube_ops.import_cube(
+            memory, path, owner=owner, cube_id=cube_id, keep_ids=not remap_ids, reembed=reembed
+        )
+    _emit(cube, [f"imported {path} as cube {cube.cube_id}", *render.table([render.cube_row(cube)])])

@@ -1,0 +1,43 @@
+"""MemCube: one cube as plain files, the interchange format of docs/memcube.md.
+
+A MemCube is a directory, or a gzipped tar of that directory's files::
+
+    cube.json          manifest: format and version, the cube, the embedder, counts, SHA-256 of the rest
+    items.jsonl        one line per item (id order), each with every stored version of it
+    vectors.npy        float32 matrix (numpy .npy, no pickle): row i is the vector of ids[i]
+    vectors.ids.json   ids: the item id of each row of vectors.npy
+    events.jsonl       the cube's audit events, oldest first
+    artifacts.jsonl    one line per artifact (KV cache, LoRA adapter), naming its file
+    artifacts/NAME     the artifacts' files (only when there are artifacts)
+
+This package converts between those files and model objects (``records``), writes and reads
+them (``files``) and moves a cube to new ids (``remap``).  It never touches a database (see
+``memstrata.store.interchange``) and never unpickles.
+"""
+
+from memstrata.cube.files import open_cube, write_cube
+from memstrata.cube.records import (
+    FORMAT,
+    FORMAT_VERSION,
+    ID_PATTERN,
+    ITEM_FIELDS,
+    Artifact,
+    Manifest,
+    MemCube,
+    Vectors,
+)
+from memstrata.cube.remap import rehome
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "ID_PATTERN",
+    "ITEM_FIELDS",
+    "Artifact",
+    "Manifest",
+    "MemCube",
+    "Vectors",
+    "open_cube",
+    "rehome",
+    "write_cube",
+]

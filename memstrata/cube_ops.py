@@ -1,0 +1,188 @@
+"""MemCube export and import for ``MemoryOS`` (its ``export`` and ``import_cube`` call these).
+
+The format lives in ``memstrata.cube`` and the rows in ``memstrata.store.interchange``; this
+module decides who may export, which ids an import gets, re-embeds when asked, and places the
+artifacts' files.  It is part of the core: it uses ``MemoryOS``'s grant check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memstrata.cube import (
+    FORMAT_VERSION,
+    ID_PATTERN,
+    Artifact,
+    Manifest,
+    MemCube,
+    open_cube,
+    rehome,
+    write_cube,
+)
+from memstrata.embed import fingerprint
+from memstrata.errors import ConfigurationError, CubeNotFound, MemCubeError, ValidationError
+from memstrata.model import Cube, new_id
+from memstrata.retrieval.search import embedding_text
+from memstrata.store import interchange
+from memstrata.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from memstrata.system import MemoryOS
+
+
+def export_cube(
+    memory: MemoryOS, cube_id: str, path: str | os.PathLike[str], *, user_id: str
+) -> Manifest:
+    """Write cube ``cube_id`` as a MemCube at ``path``; returns what its ``cube.json`` says.
+
+    ``path`` is a new directory (or an empty one), or a new ``.tar.gz`` file.  Needs ``admin``
+    on the cube: an export carries the audit trail (who changed what, and why) and every
+    version of every item, more than ``read`` shows, and whoever imports it owns the copy.
+    Raises ``MemCubeError`` if ``path`` exists (an export never overwrites); the database is
+    only read, in one consistent snapshot.
+    """
+    memory._require(user_id, cube_id, "admin")
+    return write_cube(interchange.read_cube(_sqlite(memory), cube_id), path)
+
+
+def import_cube(
+    memory: MemoryOS,
+    path: str | os.PathLike[str],
+    *,
+    owner: str,
+    cube_id: str | None = None,
+    keep_ids: bool = True,
+    reembed: bool = False,
+) -> Cube:
+    """Import the MemCube at ``path`` (directory or tar) as a new cube; returns the cube.
+
+    ``owner`` (an existing user) owns it with ``admin``; the source's grants are not imported.
+    Ids: with ``keep_ids`` items and artifacts keep theirs (``AlreadyExists`` if one is stored
+    already); without, each gets a new id, in the same order, and every reference follows
+    (see ``memstrata.cube.rehome``).  The cube id is ``cube_id`` if given, else the exported
+    one with ``keep_ids``, else a new one; ``AlreadyExists`` if it is taken.  Everything else
+    (texts, times, user ids, versions, events with their actors and times) is kept as exported;
+    one ``import`` event is added.
+
+    Vectors are imported as they are when the MemCube's embedder fingerprint is this
+    MemoryOS's; otherwise ``ConfigurationError``, unless ``reembed``, which recomputes every
+    vector with this embedder (``reembed`` always recomputes).  Another format version is also
+    a ``ConfigurationError``; a missing, corrupt, truncated, inconsistent or unsafe MemCube is a
+    ``MemCubeError``.  Everything is checked before the first write and the rows are written in
+    one transaction, so a failed import leaves the database (and the artifacts directory) as it
+    was.
+    """
+    memory.get_user(owner)
+    if cube_id is not None and (not isinstance(cube_id, str) or not ID_PATTERN.match(cube_id)):
+        raise ValidationError(
+            f"cube_id {cube_id!r} is not a valid id",
+            hint="use 1-128 letters, digits and _ . : @ -, starting with a letter or digit",
+        )
+    if not isinstance(keep_ids, bool) or not isinstance(reembed, bool):
+        raise ValidationError("keep_ids and reembed must be true or false")
+    store = _sqlite(memory)
+    current = fingerprint(memory.embedder)
+    with open_cube(path) as source:
+        if source.cube.embedder not in (None, current) and not reembed:
+            raise ConfigurationError(
+                f"the MemCube's vectors were made by {source.cube.embedder}; this MemoryOS "
+                f"embeds with {current}",
+                hint="import it with reembed=True (memstrata import --reembed), or open "
+                "memstrata with the embedder that made it",
+            )
+        data = _rehomed(source, owner, cube_id, keep_ids)
+        interchange.check_free(store, data)
+        if reembed:
+            data = _reembedded(memory, data)
+        data = replace(data, cube=replace(data.cube, embedder=current))
+        placed = _place_artifacts(store, data)
+        try:
+            interchange.insert_cube(
+                store,
+                data,
+                artifact_paths={k: v[0] for k, v in placed.items()},
+                note={
+                    "from_cube_id": source.cube.cube_id,
+                    "format_version": FORMAT_VERSION,
+                    "items": len(data.items),
+                    "ids": "kept" if keep_ids else "new",
+                    "reembedded": reembed,
+                },
+            )
+        except BaseException:
+            _remove([file for _, file in placed.values()])
+            raise
+    cube = store.get_cube(data.cube.cube_id)
+    if cube is None:  # pragma: no cover - deleted by someone else in the meantime
+        raise CubeNotFound(data.cube.cube_id)
+    return cube
+
+
+def _sqlite(memory: MemoryOS) -> SQLiteStore:
+    if not isinstance(memory.store, SQLiteStore):
+        raise ConfigurationError("MemCube export and import need the SQLite store")
+    return memory.store
+
+
+def _rehomed(source: MemCube, owner: str, cube_id: str | None, keep_ids: bool) -> MemCube:
+    """``source`` with its new cube id and owner, and new item/artifact ids unless kept."""
+    target = cube_id or (source.cube.cube_id if keep_ids else new_id())
+    if keep_ids:
+        return rehome(source, cube_id=target, owner=owner)
+    # new_id() increases within a process, so sorted old ids give new ids in the same order.
+    return rehome(
+        source,
+        cube_id=target,
+        owner=owner,
+        item_ids={old: new_id() for old in sorted(i.id for i in source.items)},
+        artifact_ids={old: new_id() for old in sorted(a.artifact_id for a in source.artifacts)},
+    )
+
+
+def _reembedded(memory: MemoryOS, data: MemCube) -> MemCube:
+    """``data`` with every vector recomputed by ``memory``'s embedder (same items, same order)."""
+    by_id = {item.id: item for item in data.items}
+    texts = [embedding_text(by_id[item_id]) for item_id in data.vector_ids]
+    return replace(data, vectors=memory.embedder.embed_passages(texts))
+
+
+def _place_artifacts(store: SQLiteStore, data: MemCube) -> dict[str, tuple[str, Path]]:
+    """Copy each artifact's file beside the database; artifact id → (row path, file).
+
+    The row path is relative to the database's directory.  ``MemCubeError`` (with every file
+    copied so far removed) if a destination file exists already.
+    """
+    if not data.artifacts:
+        return {}
+    folder = interchange.artifact_dir(store, data.cube.cube_id)
+    base = folder.parent.parent
+    placed: dict[str, tuple[str, Path]] = {}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for artifact in data.artifacts:
+            file = folder / _file_name(artifact)
+            with open(artifact.path, "rb") as content, open(file, "xb") as out:
+                placed[artifact.artifact_id] = (file.relative_to(base).as_posix(), file)
+                shutil.copyfileobj(content, out)
+    except OSError as exc:
+        _remove([file for _, file in placed.values()])
+        raise MemCubeError(f"cannot store the artifacts' files in {folder}: {exc}") from exc
+    return placed
+
+
+def _file_name(artifact: Artifact) -> str:
+    suffix = artifact.path.suffix
+    return artifact.artifact_id + (suffix if suffix[1:].isalnum() else "")
+
+
+def _remove(files: list[Path]) -> None:
+    for file in files:
+        file.unlink(missing_ok=True)
+    for folder in {file.parent for file in files}:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only if it is left empty
