@@ -32,10 +32,12 @@ from memstrata.system import MAX_BUDGET, MAX_TOP_K
 #: The longest ``/tasks/wait`` a request may ask for, in seconds (it holds a worker thread).
 MAX_WAIT_S = 60.0
 
-_UserField = Field(
-    default=None,
-    description="Ignored identity field kept for MemOS clients: must be the caller's own id.",
-)
+
+def _user_field() -> Any:
+    return Field(
+        default=None,
+        description="Accepted for MemOS clients; must be the caller's own id (the key says who).",
+    )
 
 
 class _Body(BaseModel):
@@ -131,7 +133,7 @@ class AddIn(_Body):
     )
     memory_content: str | None = Field(default=None, description="One text to remember.")
     session_id: str | None = None
-    user_id: str | None = _UserField
+    user_id: str | None = _user_field()
 
 
 class Added(BaseModel):
@@ -191,7 +193,7 @@ class SearchIn(_Body):
         default=None,
         description="session_id, tier, type, status, since, until, metadata (see docs/search.md).",
     )
-    user_id: str | None = _UserField
+    user_id: str | None = _user_field()
 
 
 class SearchOut(BaseModel):
@@ -208,7 +210,7 @@ class ContextIn(_Body):
     filters: dict[str, Any] | None = None
     expand_sources: bool = True
     chain: bool = True
-    user_id: str | None = _UserField
+    user_id: str | None = _user_field()
 
 
 class ContextOut(BaseModel):
@@ -242,7 +244,7 @@ class ChatIn(_Body):
     session_id: str | None = None
     budget_tokens: int = Field(default=1000, ge=1, le=MAX_BUDGET)
     max_tokens: int = Field(default=256, ge=1, le=32_768)
-    user_id: str | None = _UserField
+    user_id: str | None = _user_field()
 
 
 class ChatOut(BaseModel):

@@ -67,7 +67,7 @@ async def add_memories(request: Request, memory: Memory, user: Caller) -> Added:
         raise HTTPException(
             415, detail="send application/json (messages) or multipart/form-data (a document)"
         )
-    body = _parse(AddIn, await request.body())
+    body = _parse(await request.body())
     check_self(body.user_id, user)
     ids = await run_in_threadpool(
         memory.add,
@@ -88,10 +88,10 @@ def _content(body: AddIn) -> list[dict[str, Any]] | str:
     raise ValidationError("give either messages or memory_content, not both or neither")
 
 
-def _parse(model: type[AddIn], raw: bytes) -> AddIn:
-    """The body as ``model``; a 422 (like FastAPI's own) when it is not JSON or does not fit."""
+def _parse(raw: bytes) -> AddIn:
+    """The JSON body; a 422 (like FastAPI's own) when it is not JSON or does not fit ``AddIn``."""
     try:
-        return model.model_validate_json(raw)
+        return AddIn.model_validate_json(raw)
     except pydantic.ValidationError as exc:
         problems = [{**p, "loc": ("body", *p["loc"])} for p in exc.errors(include_url=False)]
         raise RequestValidationError(problems) from exc
