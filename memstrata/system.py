@@ -83,6 +83,15 @@ MAX_TOP_K = 1000
 MAX_BUDGET = 1_000_000
 #: Seconds a cube's consolidation waits after an add, so that a burst of adds shares one task.
 CONSOLIDATE_DELAY_S = 1.0
+#: The values ``configure`` accepts for each runtime setting.
+_RUNTIME_RANGES: dict[str, tuple[float, float]] = {
+    "rrf_k": (1, 10_000),
+    "search_candidates": (1, 10_000),
+    "keyword_max_postings": (1, 10_000_000),
+    "keyword_weight": (0.0, 100.0),
+    "dense_weight": (0.0, 100.0),
+}
+
 #: Seconds between writes of read counts (segment visits).
 READS_FLUSH_S = 5.0
 
@@ -729,8 +738,8 @@ class MemoryOS(Closing):
         """A page of a cube's items passing ``filters``, oldest event first (needs ``read``)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TOP_K:
             raise ValidationError(f"limit must be an integer from 1 to {MAX_TOP_K}")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValidationError("offset must be a non-negative integer")
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**31:
+            raise ValidationError("offset must be an integer from 0 to 2^31 - 1")
         parsed = parse_filters(filters)
         self._require(user_id, cube_id, "read")
         return self.store.list_items(cube_id, parsed, limit=limit, offset=offset)
@@ -762,13 +771,7 @@ class MemoryOS(Closing):
         return result
 
     #: Settings an admin may change while running (``configure``): search tuning only.
-    RUNTIME_SETTINGS = (
-        "rrf_k",
-        "search_candidates",
-        "keyword_max_postings",
-        "keyword_weight",
-        "dense_weight",
-    )
+    RUNTIME_SETTINGS = tuple(_RUNTIME_RANGES)
 
     def configure(self, *, by: str, **changes: Any) -> Settings:
         """Change runtime settings (``RUNTIME_SETTINGS``) for this process; ``by`` is an admin."""
@@ -783,12 +786,10 @@ class MemoryOS(Closing):
             updated = Settings.from_mapping({**vars(self.settings), **changes})
         except ConfigurationError as exc:
             raise ValidationError(exc.message, hint=exc.hint) from exc
-        for name in ("rrf_k", "search_candidates", "keyword_max_postings"):
-            if getattr(updated, name) < 1:
-                raise ValidationError(f"{name} must be at least 1")
-        for name in ("keyword_weight", "dense_weight"):
-            if getattr(updated, name) < 0:
-                raise ValidationError(f"{name} must not be negative")
+        for name, (low, high) in _RUNTIME_RANGES.items():
+            value = getattr(updated, name)
+            if not low <= value <= high:  # also refuses NaN
+                raise ValidationError(f"{name} must be from {low} to {high}")
         self.settings = updated
         return updated
 

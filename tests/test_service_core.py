@@ -6,9 +6,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memstrata import MemoryOS
+from memstrata.embed.e5 import MAX_CHARS
 from memstrata.errors import (
     AdminRequired,
     CubeNotFound,
@@ -152,3 +154,34 @@ def test_configure_changes_search_tuning_for_admins_only(mos: MemoryOS) -> None:
     with pytest.raises(ValidationError):
         mos.configure(by="admin", rrf_k="many")
     assert mos.settings.rrf_k == 60
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"dense_weight": float("nan")},
+        {"keyword_weight": float("inf")},
+        {"search_candidates": 10**9},
+        {"keyword_max_postings": 2**63},
+        {"rrf_k": -5},
+    ],
+)
+def test_configure_refuses_values_out_of_range(mos: MemoryOS, change: dict[str, float]) -> None:
+    mos.create_user("admin", role="admin")
+    before = mos.settings
+    with pytest.raises(ValidationError, match="must be from"):
+        mos.configure(by="admin", **change)
+    assert mos.settings == before
+
+
+def test_huge_messages_and_offsets_are_refused(mos: MemoryOS, alice_cube: str) -> None:
+    with pytest.raises(ValidationError, match="add_document"):
+        mos.add("x" * 40_000, user_id="alice", cube_id=alice_cube)
+    with pytest.raises(ValidationError):
+        mos.list_memories(alice_cube, user_id="alice", offset=2**63)
+
+
+def test_long_texts_are_embedded_from_their_beginning(mos: MemoryOS) -> None:
+    long = "The harbour office opens at nine. " * 60 + "zebra " * 3000
+    whole, head = mos.embedder.embed_passages([long, long[:MAX_CHARS]])
+    assert np.array_equal(whole, head)  # the tail costs no embedding time

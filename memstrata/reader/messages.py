@@ -30,6 +30,10 @@ class Message:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+#: Longest message content accepted (a turn, not a book: documents are chunked instead).
+MAX_CONTENT_CHARS = 32_000
+
+
 def parse_messages(messages: object) -> list[Message]:
     """The validated messages of ``messages`` (see the module docstring)."""
     if isinstance(messages, str):
@@ -69,6 +73,11 @@ def _content(value: object, where: str) -> str:
         raise ValidationError(f"{where} must be a string, not {type(value).__name__}")
     if not value.strip():
         raise ValidationError(f"{where} is empty", hint="memories need some text")
+    if len(value) > MAX_CONTENT_CHARS:
+        raise ValidationError(
+            f"{where} has {len(value)} characters; a message may have {MAX_CONTENT_CHARS}",
+            hint="store long text as a document (add_document), which is split into chunks",
+        )
     return value
 
 
