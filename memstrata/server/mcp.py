@@ -12,6 +12,11 @@ Who calls, and which cube is theirs:
   them when they own none (``default_cube``).  A tool that takes ``cube_id`` acts on that cube
   instead, if the caller's grants allow.
 
+What an agent may do is what its user may (the core checks the grants), with one exception:
+``erase_memory`` erases a data subject's data only when the subject is the caller, since an agent
+reads what others wrote and must not be talked into wiping their data.  Each tool carries MCP's
+``readOnlyHint`` / ``destructiveHint`` so that a client can ask its user before acting.
+
 Errors: a ``MemstrataError`` becomes an MCP tool error (``isError``) whose text is the error's
 one-line message (a resource read answers a JSON-RPC error with it); never a traceback.  Tools are
 synchronous and the SDK runs each call on a worker thread, so the event loop never waits on an
@@ -28,7 +33,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import fields, is_dataclass
 from datetime import datetime
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 import anyio.to_thread
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -36,6 +41,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp_types import ToolAnnotations
 from pydantic import AnyHttpUrl, Field
 
 from memstrata import __version__
@@ -63,6 +69,15 @@ CubeArg = Annotated[
     str | None, Field(description="Cube to use; default: your cube (see list_cubes).")
 ]
 MaxResults = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="Most entries per list.")]
+AsOf = Annotated[
+    str | None,
+    Field(description="A past time (ISO 8601): answer as the memory stood then; default now."),
+]
+InCube = Annotated[str | None, Field(description="Optional check: the cube the memory is in.")]
+#: The states ``transition_memory`` can move to (the targets of ``lifecycle.states.TRANSITIONS``).
+Target = Literal["activated", "merged", "archived", "frozen"]
+#: The states ``search_memories`` leaves out unless asked (``lifecycle.states.INCLUDABLE``).
+Included = Literal["merged", "archived", "frozen"]
 
 
 # -- who is calling ------------------------------------------------------------------------------
@@ -208,9 +223,23 @@ class Tools:
         "get_memory",
         "update_memory",
         "delete_memory",
+        "transition_memory",
+        "memory_history",
+        "rollback_memory",
+        "erase_memory",
         "list_cubes",
         "share_cube",
+        "revoke_cube",
+        "list_grants",
+        "audit",
     )
+    #: Tools that change nothing (MCP's ``readOnlyHint``: a client may call them unasked).
+    READ_ONLY = (
+        "retrieve_memory", "get_user_profile", "search_memories", "get_memory", "memory_history",
+        "list_cubes", "list_grants", "audit",
+    )  # fmt: skip
+    #: Tools whose effect cannot be undone here (``destructiveHint``: a client should confirm).
+    DESTRUCTIVE = ("delete_memory", "erase_memory", "revoke_cube")
 
     def __init__(self, memory: MemoryOS, caller: Caller) -> None:
         self._memory = memory
@@ -325,11 +354,21 @@ class Tools:
                 "metadata ({key: value} equality)."
             ),
         ] = None,
+        include: Annotated[
+            list[Included] | None,
+            Field(description="States to search too; left out by default."),
+        ] = None,
+        as_of: AsOf = None,
     ) -> dict[str, Any]:
-        """Hybrid (keyword + vector) search, best first: each hit has its score and item."""
+        """Hybrid (keyword + vector) search, best first: each hit has its score and item.
+
+        Merged, archived and frozen memories are left out unless include names them.  With
+        as_of, the search answers as the memory stood then (slower: it reads the history).
+        """
         hits = self._memory.search(
-            query, user_id=self._caller.user(), cube_ids=cube_ids, top_k=top_k, filters=filters
-        )
+            query, user_id=self._caller.user(), cube_ids=cube_ids, top_k=top_k, filters=filters,
+            include=include, as_of=as_of,
+        )  # fmt: skip
         return {"hits": plain(hits)}
 
     def add_memories(
@@ -349,9 +388,10 @@ class Tools:
         ids = self._memory.add(messages, user_id=user, cube_id=cube, session_id=session_id)
         return {"cube_id": cube, "ids": ids}
 
-    def get_memory(self, memory_id: str) -> dict[str, Any]:
-        """One memory item, current version (a deleted one shows status 'deleted')."""
-        return _record(self._memory.get(memory_id, user_id=self._caller.user()))
+    def get_memory(self, memory_id: str, as_of: AsOf = None) -> dict[str, Any]:
+        """One memory item, current version (a deleted one shows status 'deleted'), or with
+        as_of the version current then."""
+        return _record(self._memory.get(memory_id, user_id=self._caller.user(), as_of=as_of))
 
     def update_memory(
         self,
@@ -372,6 +412,84 @@ class Tools:
         item = self._memory.delete(memory_id, user_id=self._caller.user(), reason=reason)
         return {"id": item.id, "status": item.status, "version": item.version}
 
+    def transition_memory(
+        self,
+        memory_id: str,
+        to: Annotated[
+            Target,
+            Field(
+                description="From generated: activated; from activated: merged, archived or "
+                "frozen; from archived: activated."
+            ),
+        ],
+        reason: str | None = None,
+        cube_id: InCube = None,
+    ) -> dict[str, Any]:
+        """Move a memory to another lifecycle state; returns the new version.
+
+        Merged, archived and frozen memories are left out of search; frozen ones are read-only;
+        archived ones can be activated again.  reason is kept with the change.  To delete, use
+        delete_memory or erase_memory.
+        """
+        user = self._caller.user()
+        item = self._memory.transition(memory_id, to, user_id=user, reason=reason, cube_id=cube_id)
+        return _record(item)
+
+    def memory_history(self, memory_id: str) -> dict[str, Any]:
+        """Every version of a memory, oldest first: its number, the memory as it stood, when,
+        by whom and why."""
+        return {"versions": plain(self._memory.history(memory_id, user_id=self._caller.user()))}
+
+    def rollback_memory(
+        self,
+        memory_id: str,
+        version: Annotated[int, Field(ge=1, description="The version to restore.")],
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """Restore an old version of a memory (text, metadata, state) as a new version; the
+        history keeps every version.  reason is kept with it."""
+        user = self._caller.user()
+        return _record(self._memory.rollback(memory_id, version, user_id=user, reason=reason))
+
+    def erase_memory(
+        self,
+        memory_id: str | None = None,
+        session_id: Annotated[
+            str | None, Field(description="A session of cube_id (default: your cube).")
+        ] = None,
+        cube_id: Annotated[
+            str | None,
+            Field(
+                description="Alone: the whole cube (you need admin on it). With session_id: the "
+                "session's cube; with memory_id or subject_user_id: only in this cube."
+            ),
+        ] = None,
+        subject_user_id: Annotated[
+            str | None, Field(description="Yourself: everything you added, in every cube.")
+        ] = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """Erase for good (GDPR), unlike delete_memory: the content leaves the memory, its
+        history and every index, with the memories derived from it; only tombstones stay.
+
+        Name one thing: memory_id, session_id, cube_id alone (the cube itself goes), or
+        subject_user_id.  It cannot be undone: confirm with the user first.  Returns how many
+        memories were erased.
+        """
+        user = self._caller.user()
+        if subject_user_id is not None and subject_user_id != user:
+            raise ToolError(  # an agent reads what others wrote; it must not wipe their data
+                f"subject_user_id must be you ({user!r}): over MCP you may erase only your own "
+                "data (an administrator erases another user's outside MCP)"
+            )
+        if session_id is not None:
+            cube_id = self._caller.scope(cube_id)[1]
+        erased = self._memory.erase(
+            memory_id, user_id=user, session_id=session_id, cube_id=cube_id,
+            subject_user_id=subject_user_id, reason=reason,
+        )  # fmt: skip
+        return {"erased": erased}
+
     def list_cubes(self) -> dict[str, Any]:
         """The cubes you may read (owned or shared with you), oldest first, and your own cube."""
         user, cube = self._caller.scope()
@@ -381,6 +499,41 @@ class Tools:
         """Give another user read, write or admin permission on a cube (you need admin on it)."""
         grant = self._memory.grant(cube_id, user_id, permission, by=self._caller.user())
         return _record(grant)
+
+    def revoke_cube(self, cube_id: str, user_id: str) -> dict[str, Any]:
+        """Take away a user's permission on a cube (you need admin on it; its owner keeps admin)."""
+        self._memory.revoke(cube_id, user_id, by=self._caller.user())
+        return {"cube_id": cube_id, "user_id": user_id, "revoked": True}
+
+    def list_grants(self, cube_id: str) -> dict[str, Any]:
+        """Who holds which permission on a cube, oldest grant first (you need admin on it)."""
+        return {"grants": plain(self._memory.grants(cube_id, by=self._caller.user()))}
+
+    def audit(
+        self,
+        cube_id: Annotated[
+            str | None,
+            Field(
+                description="The cube whose events to list; default: your cube, or with "
+                "memory_id the memory's."
+            ),
+        ] = None,
+        memory_id: Annotated[str | None, Field(description="Only this memory's events.")] = None,
+        since: Annotated[
+            str | None, Field(description="Only events from this time on (ISO 8601).")
+        ] = None,
+        limit: Annotated[int, Field(description="Most events, 1 to 10000.")] = 1000,
+    ) -> dict[str, Any]:
+        """The audit trail, oldest first: each event's op (create, update, transition,
+        rollback, delete, merge, grant, revoke, erase...), time, actor, memory, the memory
+        before and after, and reason.  You need admin on the cube."""
+        user = self._caller.user()
+        if memory_id is None:
+            cube_id = self._caller.scope(cube_id)[1]
+        events = self._memory.audit(
+            by=user, cube_id=cube_id, item_id=memory_id, since=since, limit=limit
+        )
+        return {"events": plain(events)}
 
     # resources
 
@@ -452,7 +605,13 @@ def build_server(memory: MemoryOS, caller: Caller, *, auth_url: str | None = Non
     tools = Tools(memory, caller)
     for name in Tools.TOOLS:
         method = getattr(tools, name)
-        server.add_tool(_reported(method, ToolError), name=name, description=inspect.getdoc(method))
+        hints = ToolAnnotations(
+            read_only_hint=name in Tools.READ_ONLY, destructive_hint=name in Tools.DESTRUCTIVE
+        )
+        server.add_tool(
+            _reported(method, ToolError), name=name, description=inspect.getdoc(method),
+            annotations=hints,
+        )  # fmt: skip
     for uri, name in RESOURCES:
         reader = _reported(getattr(tools, name), ResourceError)
         description = inspect.getdoc(reader)

@@ -2,7 +2,9 @@
 
 Real parts only: the server runs as ``python -m memstrata mcp`` with the default e5 embedder on a
 database prepared here through ``MemoryOS``; the stdio test calls every tool and reads every
-resource, the HTTP test authenticates with an API key (and is refused without one).
+resource, the HTTP test authenticates with an API key (and is refused without one).  The tools'
+own logic (arguments to ``MemoryOS``) is small; these tests check that each argument reaches the
+core and each core error comes back as one line.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import httpx2
@@ -26,14 +29,16 @@ from click.testing import CliRunner
 from mcp.client import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent, TextResourceContents
 
 from memstrata import MemoryOS
 from memstrata.cli import cli
 from memstrata.cli.mcp import mcp as mcp_command
-from memstrata.errors import PermissionDenied
-from memstrata.server.mcp import Tools, fixed_caller
+from memstrata.errors import CubeNotFound, PermissionDenied
+from memstrata.lifecycle import states
+from memstrata.server.mcp import Caller, Included, Target, Tools, fixed_caller
 
 pytestmark = pytest.mark.anyio
 TOOLS = set(Tools.TOOLS)
@@ -50,13 +55,15 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def prepared_db(db_path: Path) -> Path:
-    """Alice's cube ``notes`` with a promoted profile (Porto, nurse); Bob with his own cube."""
+    """Alice's cube ``notes`` with a promoted profile (Porto, nurse) and her empty cube ``lab``;
+    Bob with his own cube."""
     with MemoryOS.open(str(db_path), workers=0) as mos:
         mos.create_user("alice")
         mos.create_user("bob")
         settings = {"working_capacity": 2, "similarity_threshold": 0.0}
         mos.create_cube("notes", owner="alice", cube_id="notes", settings=settings)
         mos.create_cube("bobs", owner="bob", cube_id="bobs")
+        mos.create_cube("lab", owner="alice", cube_id="lab")  # erased by the test
         exchanges = [
             ("I live in Porto and I work as a nurse.", "Nice! How is the job?"),
             ("I adopted a cat named Pixel.", "Lovely name."),
@@ -134,15 +141,25 @@ async def stdio_session(db: Path, errlog: Path, *args: str) -> AsyncIterator[Cli
 async def test_stdio_every_tool_and_resource(prepared_db: Path, tmp_path: Path) -> None:
     errlog = tmp_path / "server.log"
     async with stdio_session(prepared_db, errlog, "--user", "alice", "--cube", "notes") as session:
-        assert {t.name for t in (await session.list_tools()).tools} == TOOLS
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == TOOLS
+        hints = {name: tool.annotations for name, tool in tools.items()}
+        assert {n for n, h in hints.items() if h and h.read_only_hint} == set(Tools.READ_ONLY)
+        assert {n for n, h in hints.items() if h and h.destructive_hint} == set(Tools.DESTRUCTIVE)
+        assert {"erase_memory", "delete_memory"} <= set(Tools.DESTRUCTIVE)
         await _memoryos_tools(session)
         await _item_tools(session)
+        await _lifecycle_tools(session)
+        await _erase_tools(session)
         await _cube_tools(session)
         await _resources(session)
         await _errors(session)
     assert "Traceback" not in errlog.read_text(encoding="utf-8")
-    with MemoryOS.open(str(prepared_db), workers=0) as mos:  # the share reached the database
-        assert "notes" in {c.cube_id for c in mos.list_cubes(user_id="bob")}
+    with MemoryOS.open(str(prepared_db), workers=0) as mos:  # the changes reached the database
+        assert "notes" not in {c.cube_id for c in mos.list_cubes(user_id="bob")}
+        assert [g.user_id for g in mos.grants("notes", by="alice")] == ["alice"]
+        with pytest.raises(CubeNotFound):
+            mos.get_cube("lab", user_id="alice")
 
 
 async def _memoryos_tools(session: ClientSession) -> None:
@@ -197,12 +214,156 @@ async def _item_tools(session: ClientSession) -> None:
     assert item_id not in {h["item"]["id"] for h in hits}
 
 
+async def _found(session: ClientSession, query: str, **arguments: Any) -> list[str]:
+    """The ids of the items ``search_memories`` finds, best first."""
+    hits = (await call(session, "search_memories", query=query, **arguments))["hits"]
+    return [h["item"]["id"] for h in hits]
+
+
+async def _lifecycle_tools(session: ClientSession) -> None:
+    """Transitions, history, the time machine (``as_of``), rollback and audit, in cube ``lab``."""
+    note = [{"role": "user", "content": "I keep bees on the roof."}]
+    (item_id,) = (await call(session, "add_memories", messages=note, cube_id="lab"))["ids"]
+    illegal = await fail(session, "transition_memory", memory_id=item_id, to="archived")
+    assert illegal.endswith(
+        f"item '{item_id}' cannot go from generated to archived "
+        "(from generated it may go to: activated)"
+    )
+    moved = await call(
+        session, "transition_memory", memory_id=item_id, to="activated", reason="confirmed",
+        cube_id="lab",
+    )  # fmt: skip
+    assert (moved["status"], moved["version"]) == ("activated", 2)
+    moved = await call(session, "transition_memory", memory_id=item_id, to="archived")
+    assert (moved["status"], moved["version"]) == ("archived", 3)
+    assert item_id not in await _found(session, "bees on the roof")
+    assert (await _found(session, "bees on the roof", include=["archived"]))[0] == item_id
+    await call(session, "transition_memory", memory_id=item_id, to="activated")  # version 4
+    await call(session, "update_memory", memory_id=item_id, text="I keep bees in the garden.")
+    versions = (await call(session, "memory_history", memory_id=item_id))["versions"]
+    assert [(v["version"], v["item"]["status"]) for v in versions] == [
+        (1, "generated"), (2, "activated"), (3, "archived"), (4, "activated"), (5, "activated")
+    ]  # fmt: skip
+    assert (versions[1]["actor"], versions[1]["reason"]) == ("alice", "confirmed")
+    first = _between(versions[0]["at"], versions[1]["at"])
+    then = await call(session, "get_memory", memory_id=item_id, as_of=first)
+    assert (then["version"], then["text"]) == (1, "I keep bees on the roof.")
+    hits = await call(session, "search_memories", query="bees", cube_ids=["lab"], as_of=first)
+    assert [h["item"]["text"] for h in hits["hits"]] == ["I keep bees on the roof."]
+    rolled = await call(session, "rollback_memory", memory_id=item_id, version=1, reason="undo")
+    assert (rolled["version"], rolled["text"], rolled["status"]) == (
+        6, "I keep bees on the roof.", "generated"
+    )  # fmt: skip
+    events = (await call(session, "audit", memory_id=item_id))["events"]
+    assert [e["op"] for e in events] == [
+        "create", "transition", "transition", "transition", "update", "rollback"
+    ]  # fmt: skip
+    assert events[-1]["reason"] == "undo" and events[-1]["after"]["text"] == rolled["text"]
+    since = _between(versions[3]["at"], versions[4]["at"])
+    later = await call(session, "audit", cube_id="lab", since=since)
+    assert [e["op"] for e in later["events"]] == ["update", "rollback"]
+    assert len((await call(session, "audit", limit=2))["events"]) == 2  # your cube: notes
+    await _lifecycle_errors(session, item_id)
+
+
+def _between(earlier: str, later: str) -> str:
+    """The time halfway between two ISO 8601 times.
+
+    Not either time itself: a version's time is stored with more digits than its ISO 8601 form
+    shows, so asking for exactly that time may fall a fraction of a microsecond before it.
+    """
+    start = datetime.fromisoformat(earlier)
+    return (start + (datetime.fromisoformat(later) - start) / 2).isoformat()
+
+
+async def _lifecycle_errors(session: ClientSession, item_id: str) -> None:
+    future = "2999-01-01T00:00:00Z"
+    in_future = await fail(session, "get_memory", memory_id=item_id, as_of=future)
+    assert in_future.endswith("as_of is in the future (the memory has no future yet)")
+    assert "as_of is in the future" in await fail(
+        session, "search_memories", query="bees", as_of=future
+    )
+    early = await fail(session, "get_memory", memory_id=item_id, as_of="2000-01-01")
+    assert "as_of is before the cube existed" in early
+    unknown = await fail(session, "rollback_memory", memory_id=item_id, version=99)
+    assert unknown.endswith(f"item '{item_id}' has no version 99 (its versions are 1 to 6)")
+    assert "no memory item 'nope'" in await fail(session, "memory_history", memory_id="nope")
+    assert "may not admin cube 'bobs'" in await fail(session, "audit", cube_id="bobs")
+    assert "since 'yesterday' is not a time" in await fail(session, "audit", since="yesterday")
+    assert "limit must be an integer from 1 to 10000" in await fail(session, "audit", limit=0)
+    rejected = [  # by the tools' input schemas, before memstrata sees them
+        await schema_fail(session, "transition_memory", memory_id=item_id, to="deleted"),
+        await schema_fail(session, "rollback_memory", memory_id=item_id, version=0),
+        await schema_fail(session, "search_memories", query="bees", include=["deleted"]),
+    ]
+    assert "Input should be 'activated', 'merged', 'archived' or 'frozen'" in rejected[0]
+    assert "Input should be greater than or equal to 1" in rejected[1]
+    assert "Input should be 'merged', 'archived' or 'frozen'" in rejected[2]
+
+
+async def _erase_tools(session: ClientSession) -> None:
+    """Erasure of an item, a session (of your cube, or of a named one), a subject, a cube."""
+    (item_id,) = await _found(session, "bees on the roof", cube_ids=["lab"])
+    assert await call(session, "erase_memory", memory_id=item_id, reason="asked") == {"erased": 1}
+    gone = await call(session, "get_memory", memory_id=item_id)
+    assert gone["status"] == "deleted" and "bees" not in json.dumps(gone)
+    assert (await call(session, "memory_history", memory_id=item_id))["versions"] == []
+    assert await _found(session, "bees", cube_ids=["lab"], include=list(get_args(Included))) == []
+    events = (await call(session, "audit", memory_id=item_id))["events"]
+    assert events[-1]["op"] == "erase" and "bees" not in json.dumps(events)
+    said = [{"role": "user", "content": "My locker code is 4711."}]
+    (code_id,) = (await call(session, "add_memories", messages=said, session_id="gym"))["ids"]
+    assert await call(session, "erase_memory", session_id="gym") == {"erased": 1}  # in notes
+    assert code_id not in await _found(session, "locker code")
+    notes = []
+    for session_id in ("s-a", "s-b"):
+        said = [{"role": "user", "content": f"Lab notes of session {session_id}."}]
+        added = await call(
+            session, "add_memories", messages=said, session_id=session_id, cube_id="lab"
+        )
+        notes += added["ids"]
+    erased = await call(session, "erase_memory", session_id="s-a", cube_id="lab")
+    assert erased == {"erased": 1}
+    erased = await call(session, "erase_memory", subject_user_id="alice", cube_id="lab")
+    assert erased["erased"] >= 1  # what alice added in lab: the note of s-b (and tombstones)
+    for note_id in notes:
+        gone = await call(session, "get_memory", memory_id=note_id)
+        assert gone["status"] == "deleted" and "Lab notes" not in json.dumps(gone)
+    await call(session, "add_memories", messages=said, cube_id="lab")
+    assert (await call(session, "erase_memory", cube_id="lab"))["erased"] >= 1
+    assert "unknown cube 'lab'" in await fail(
+        session, "search_memories", query="x", cube_ids=["lab"]
+    )
+    assert "name exactly one thing to erase" in await fail(session, "erase_memory")
+    both = await fail(session, "erase_memory", memory_id=item_id, session_id="gym")
+    assert "name exactly one thing to erase" in both
+    others = await fail(session, "erase_memory", subject_user_id="bob")
+    assert "subject_user_id must be you ('alice')" in others
+    assert "may not admin cube 'bobs'" in await fail(session, "erase_memory", cube_id="bobs")
+
+
 async def _cube_tools(session: ClientSession) -> None:
     listed = await call(session, "list_cubes")
     assert listed["default_cube"] == "notes"
     assert [c["cube_id"] for c in listed["cubes"]] == ["notes"]
     grant = await call(session, "share_cube", cube_id="notes", user_id="bob", permission="read")
     assert (grant["cube_id"], grant["user_id"], grant["permission"]) == ("notes", "bob", "read")
+    grants = (await call(session, "list_grants", cube_id="notes"))["grants"]
+    assert [(g["user_id"], g["permission"]) for g in grants] == [
+        ("alice", "admin"),
+        ("bob", "read"),
+    ]
+    revoked = await call(session, "revoke_cube", cube_id="notes", user_id="bob")
+    assert revoked == {"cube_id": "notes", "user_id": "bob", "revoked": True}
+    grants = (await call(session, "list_grants", cube_id="notes"))["grants"]
+    assert [g["user_id"] for g in grants] == ["alice"]
+    ops = [e["op"] for e in (await call(session, "audit", cube_id="notes"))["events"]]
+    assert [op for op in ops if op in ("grant", "revoke")][-2:] == ["grant", "revoke"]
+    again = await fail(session, "revoke_cube", cube_id="notes", user_id="bob")
+    assert again.endswith("user 'bob' holds no grant on cube 'notes'")
+    owner = await fail(session, "revoke_cube", cube_id="notes", user_id="alice")
+    assert owner.endswith("the owner of a cube always keeps admin")
+    assert "may not admin cube 'bobs'" in await fail(session, "list_grants", cube_id="bobs")
 
 
 async def _resources(session: ClientSession) -> None:
@@ -256,6 +417,21 @@ def test_fixed_caller_reuses_the_oldest_own_cube(mos: MemoryOS) -> None:
     assert fixed_caller(mos, "dora").scope() == first
     assert fixed_caller(mos, "dora", "other").scope() == ("dora", "other")  # created
     assert {c.cube_id for c in mos.list_cubes(user_id="dora")} >= {first[1], "other"}
+
+
+def test_erase_memory_erases_only_the_callers_own_data(mos: MemoryOS, alice_cube: str) -> None:
+    """An agent reads what others wrote: even an administrator's may not erase another user."""
+    mos.create_user("root", role="admin")
+    mos.add([{"role": "user", "content": "I am Alice."}], user_id="alice", cube_id=alice_cube)
+    with pytest.raises(ToolError, match="subject_user_id must be you"):
+        Tools(mos, Caller(mos, "root")).erase_memory(subject_user_id="alice")
+    assert mos.erase(user_id="root", subject_user_id="alice") == 1  # the core would let root
+
+
+def test_the_state_arguments_are_the_lifecycles() -> None:
+    targets = {state for moves in states.TRANSITIONS.values() for state in moves}
+    assert set(get_args(Target)) == targets
+    assert get_args(Included) == states.INCLUDABLE
 
 
 def test_fixed_caller_refuses_a_cube_of_someone_else(mos: MemoryOS, alice_cube: str) -> None:
