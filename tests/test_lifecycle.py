@@ -277,3 +277,22 @@ def test_erase_needs_exactly_one_scope(mos: MemoryOS, alice_cube: str, db_path: 
     with pytest.raises(ItemNotFound):
         mos.erase(item, user_id="bob")
     assert row_counts(db_path) == before
+
+
+def test_times_given_back_as_shown_find_their_version(mos: MemoryOS, alice_cube: str) -> None:
+    """A version's ``at`` as shown (whole µs) selects that version, whatever the stored float."""
+    [item] = mos.add("first words", user_id="alice", cube_id=alice_cube)
+    for n in range(15):
+        mos.update(item, user_id="alice", text=f"words of version {n + 2}")
+    for version in mos.history(item, user_id="alice")[1:]:
+        hits = mos.search("words", user_id="alice", as_of=version.at)
+        assert [h.item.text for h in hits] == [version.item.text]
+        events = mos.audit(by="alice", item_id=item, since=version.at)
+        assert events[0].version == version.version
+
+
+def test_erasing_again_counts_nothing(mos: MemoryOS, alice_cube: str) -> None:
+    [item] = mos.add("said once", user_id="alice", cube_id=alice_cube)
+    assert mos.erase(item, user_id="alice") == 1
+    assert mos.erase(item, user_id="alice") == 0
+    assert mos.erase(user_id="alice", subject_user_id="alice") == 0

@@ -61,6 +61,9 @@ POSTINGS_TTL_S = 60.0
 POSTINGS_CACHE_SIZE = 50_000
 _USER_COLS = "user_id, name, role, created_at"
 _CUBE_COLS = "cube_id, name, owner, kind, settings, embedder, created_at"
+# Times are stored as float seconds and shown as datetimes (whole microseconds): a time given back
+# as shown may differ from the stored one by half a microsecond either way.
+_TIME_SLACK = 5e-7
 # An erased item keeps identity, placement and times; everything said in it goes.
 _ERASE = (
     "UPDATE items SET text = '', key = NULL, keywords = '[]', tags = '[]', metadata = '{}', "
@@ -361,8 +364,10 @@ class SQLiteStore:
             for start in range(0, len(item_ids), 500):
                 chunk = list(item_ids[start : start + 500])
                 marks = ", ".join("?" * len(chunk))
-                found = conn.execute(
-                    f"SELECT rid, id, cube_id FROM items WHERE id IN ({marks})", chunk
+                found = conn.execute(  # tombstones (erased before) are not counted again
+                    f"SELECT rid, id, cube_id FROM items WHERE id IN ({marks}) "
+                    "AND NOT (status = 'deleted' AND text = '')",
+                    chunk,
                 ).fetchall()
                 if not found:
                     continue
@@ -612,7 +617,7 @@ class SQLiteStore:
         params: list[Any] = []
         if since is not None:
             clauses.append("at >= ?")
-            params.append(to_epoch(since))
+            params.append(since.timestamp() - _TIME_SLACK)
         if cube_id is not None:
             clauses.append("cube_id = ?")
             params.append(cube_id)
@@ -632,7 +637,7 @@ class SQLiteStore:
             "WHERE i.cube_id = ? AND v.version = (SELECT max(w.version) FROM item_versions w "
             "WHERE w.item_id = v.item_id AND w.at <= ?) ORDER BY i.event_time, i.id"
         )
-        cursor = self.reader().execute(sql, (cube_id, to_epoch(at)))
+        cursor = self.reader().execute(sql, (cube_id, at.timestamp() + _TIME_SLACK))
         return [rows.item_from_dict(json.loads(r[0])) for r in cursor]
 
     def iter_items(self, cube_id: str) -> Iterator[MemoryItem]:
