@@ -10,6 +10,7 @@ names the format defines, only regular files, into a temporary directory.  Vecto
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -49,6 +50,8 @@ from memstrata.cube.records import (
 from memstrata.errors import MemCubeError
 from memstrata.model import MemoryItem, Version, utcnow
 
+#: What reading a damaged archive may raise (gzip raises EOFError for a truncated stream).
+_UNREADABLE = (tarfile.TarError, EOFError, zlib.error, OSError)
 _SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,16}$")
 
 
@@ -227,31 +230,38 @@ def open_cube(path: str | os.PathLike[str]) -> Iterator[MemCube]:
 
 
 def _unpack(archive: Path, root: Path) -> None:
-    """Copy the archive's checked members into ``root`` (which is empty)."""
-    seen: set[str] = set()
-    try:
-        with tarfile.open(archive, mode="r:*") as tar:
+    """Copy the archive's checked members into ``root`` (an empty directory)."""
+    hint = "it may be truncated or corrupt; export the cube again"
+    with contextlib.ExitStack() as stack:
+        try:
+            tar = stack.enter_context(tarfile.open(archive, mode="r:*"))
+        except _UNREADABLE as exc:
+            raise MemCubeError(
+                f"{archive} is not a tar archive (plain, gzip, bzip2 or xz)", hint=hint
+            ) from exc
+        seen: set[str] = set()
+        try:
             for member in tar:
                 name = _member_name(archive, member)
-                if name is None:
-                    continue
-                if name in seen:
-                    raise MemCubeError(f"{archive}: member {name!r} appears twice")
-                seen.add(name)
-                target = root / name
-                target.parent.mkdir(exist_ok=True)
-                if target.resolve().parent not in (root.resolve(), (root / ARTIFACT_DIR).resolve()):
-                    raise MemCubeError(f"{archive}: member {name!r} leaves the MemCube")
-                content = tar.extractfile(member)
-                if content is None:
-                    raise MemCubeError(f"{archive}: member {name!r} has no content")
-                with content, open(target, "xb") as out:
-                    shutil.copyfileobj(content, out)
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        raise MemCubeError(
-            f"{archive} is not a readable MemCube archive: {exc}",
-            hint="it may be truncated or corrupt; export the cube again",
-        ) from exc
+                if name is not None:
+                    if name in seen:
+                        raise MemCubeError(f"{archive}: member {name!r} appears twice")
+                    seen.add(name)
+                    _copy_member(tar, member, root / name, root)
+        except _UNREADABLE as exc:
+            raise MemCubeError(f"{archive} cannot be read to the end: {exc}", hint=hint) from exc
+
+
+def _copy_member(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, root: Path) -> None:
+    """Write a regular member's bytes to ``target``, a new file directly in ``root`` or in
+    ``root/artifacts`` (checked again on the resolved path, in case of any surprise)."""
+    target.parent.mkdir(exist_ok=True)
+    allowed = (root.resolve(), (root / ARTIFACT_DIR).resolve())
+    content = tar.extractfile(member)
+    if target.resolve().parent not in allowed or content is None:
+        raise MemCubeError(f"refusing member {member.name!r}: it does not stay in the MemCube")
+    with content, open(target, "xb") as out:
+        shutil.copyfileobj(content, out)
 
 
 def _member_name(archive: Path, member: tarfile.TarInfo) -> str | None:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from memstrata.cube.records import MemCube
 from memstrata.model import MemoryItem
+
+#: A word that may be an id (trailing punctuation is tried without).
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]*")
 
 
 def rehome(
@@ -23,8 +27,10 @@ def rehome(
 
     Every reference to a renamed item follows: ``merged_into``, ``segment_id``, sources, the
     vector ids, versions' snapshots, events' ``item_id``, and in events' ``before``/``after``
-    any string equal to an old id (and the item ids inside a ``sources`` value).  Ids not in a
-    map, and every other field (user ids, speakers, times, metadata), stay as they are.
+    any string equal to an old id (and the item ids inside a ``sources`` value); in the
+    ``reason`` of versions and events (written by the system, e.g. "merged into ID") an old id
+    standing as a word.  Ids not in a map, and every other field (texts, metadata, user ids,
+    speakers, times), stay exactly as they are.
     """
     ids = dict(item_ids or {})
     renamed = dict(artifact_ids or {})
@@ -48,7 +54,9 @@ def rehome(
         cube=replace(data.cube, cube_id=cube_id, owner=owner),
         items=[item(i) for i in data.items],
         versions={
-            ids.get(k, k): [replace(v, item=item(v.item)) for v in stored]
+            ids.get(k, k): [
+                replace(v, item=item(v.item), reason=_rename_words(v.reason, ids)) for v in stored
+            ]
             for k, stored in data.versions.items()
         },
         vector_ids=[ids.get(i, i) for i in data.vector_ids],
@@ -60,6 +68,7 @@ def rehome(
                 item_id=None if e.item_id is None else ids.get(e.item_id, e.item_id),
                 before=_rename_in(e.before, ids),
                 after=_rename_in(e.after, ids),
+                reason=_rename_words(e.reason, ids),
             )
             for e in data.events
         ],
@@ -89,3 +98,16 @@ def _rename_in(payload: Any, ids: Mapping[str, str], key: str | None = None) -> 
     if isinstance(payload, dict):
         return {k: _rename_in(v, ids, k) for k, v in payload.items()}
     return payload
+
+
+def _rename_words(text: str | None, ids: Mapping[str, str]) -> str | None:
+    """``text`` with every word that is an old id replaced by its new id."""
+    if text is None or not ids:
+        return text
+
+    def swap(match: re.Match[str]) -> str:
+        word = match.group(0)
+        core = word.rstrip(".:@-")
+        return ids[core] + word[len(core) :] if core in ids else word
+
+    return _WORD.sub(swap, text)
