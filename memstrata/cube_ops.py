@@ -70,8 +70,9 @@ def import_cube(
     one ``import`` event is added.
 
     Vectors are imported as they are when the MemCube's embedder fingerprint is this
-    MemoryOS's; otherwise ``ConfigurationError``, unless ``reembed``, which recomputes every
-    vector with this embedder (``reembed`` always recomputes).  Another format version is also
+    MemoryOS's (or it has none); otherwise ``ConfigurationError``, unless ``reembed``, which
+    gives every item with text a vector from this embedder, recomputed (``reembed`` always
+    recomputes, and also embeds items the MemCube gave no vector).  Another format version is also
     a ``ConfigurationError``; a missing, corrupt, truncated, inconsistent or unsafe MemCube is a
     ``MemCubeError``.  Everything is checked before the first write and the rows are written in
     one transaction, so a failed import leaves the database (and the artifacts directory) as it
@@ -145,10 +146,11 @@ def _rehomed(source: MemCube, owner: str, cube_id: str | None, keep_ids: bool) -
 
 
 def _reembedded(memory: MemoryOS, data: MemCube) -> MemCube:
-    """``data`` with every vector recomputed by ``memory``'s embedder (same items, same order)."""
-    by_id = {item.id: item for item in data.items}
-    texts = [embedding_text(by_id[item_id]) for item_id in data.vector_ids]
-    return replace(data, vectors=memory.embedder.embed_passages(texts))
+    """``data`` with a vector from ``memory``'s embedder for every item that has text (in item
+    order), whether or not the MemCube gave it one."""
+    items = [item for item in data.items if item.text.strip()]
+    vectors = memory.embedder.embed_passages([embedding_text(item) for item in items])
+    return replace(data, vector_ids=[item.id for item in items], vectors=vectors)
 
 
 def _place_artifacts(store: SQLiteStore, data: MemCube) -> dict[str, tuple[str, Path]]:

@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import sqlite3
 import tarfile
@@ -413,35 +414,26 @@ def test_a_format_version_from_the_future_is_refused(
     assert counts(other) == before
 
 
-def test_a_memcube_written_by_another_tool_with_only_the_required_fields(
-    other: MemoryOS, tmp_path: Path
+def test_the_memcube_written_by_another_tool_in_the_docs_imports(
+    other: MemoryOS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The minimal MemCube of docs/memcube.md: required fields only, no vectors, no artifacts."""
-    root = tmp_path / "minimal"
-    root.mkdir()
-    item = {"id": "m1", "version": 1, "tier": "long", "type": "fact", "status": "activated",
-            "text": "Ann lives in Porto", "event_time": "2024-03-01T10:00:00Z",
-            "created_at": "2024-03-01T10:00:00+00:00", "updated_at": "2024-03-01T10:00:00Z"}  # fmt: skip
-    (root / "items.jsonl").write_text(json.dumps(item) + "\n")
-    (root / "events.jsonl").write_text("")
-    (root / "artifacts.jsonl").write_text("")
-    (root / "vectors.ids.json").write_text("[]")
-    with open(root / "vectors.npy", "wb") as out:
-        np.save(out, np.zeros((0, 0), np.float32), allow_pickle=False)
-    (root / "cube.json").write_text(json.dumps({
-        "format": "memstrata.memcube", "format_version": 1, "generator": "a notebook",
-        "exported_at": "2024-03-02T00:00:00Z",
-        "cube": {"cube_id": "facts", "name": "Facts", "owner": "someone", "kind": "user",
-                 "created_at": "2024-03-01T00:00:00Z"},
-        "embedder": {"fingerprint": None, "dim": 0},
-        "counts": {"items": 1, "versions": 0, "vectors": 0, "events": 0, "artifacts": 0},
-        "sha256": {name: sha256(root / name) for name in FILES},
-    }))  # fmt: skip
-    imported = import_cube(other, root, owner="ann")
+    """docs/memcube.md's writer: required fields only, no vectors, events or artifacts."""
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "memcube.md").read_text()
+    section = docs.split("## Writing one from another tool", 1)[1]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/memcube.md", "exec"), {})
+    imported = import_cube(other, tmp_path / "facts-memcube", owner="ann")
     assert imported.settings == {} and imported.embedder == fingerprint(other.embedder)
     (stored,) = other.list_memories("facts", user_id="ann")
-    assert (stored.id, stored.text, stored.keywords) == ("m1", "Ann lives in Porto", [])
-    assert other.search("Porto", user_id="ann")[0].item.id == "m1"  # found by keyword only
+    assert (stored.id, stored.text, stored.keywords) == ("fact-1", "Ann lives in Porto", [])
+    assert other.search("Porto", user_id="ann")[0].item.id == "fact-1"  # by keyword, no vector
+    copy = import_cube(other, tmp_path / "facts-memcube", owner="ann", cube_id="f2",
+                       keep_ids=False, reembed=True)  # fmt: skip
+    (item,) = other.list_memories(copy.cube_id, user_id="ann")
+    assert other.store.get_vectors([item.id]).shape == (1, 384)  # reembed gave it a vector
+    (hit,) = other.search("Where does she reside?", user_id="ann", cube_ids=["f2"])
+    assert hit.ranks == {"dense": 1}  # no word in common: found by its vector
 
 
 # -- bad input changes nothing ---------------------------------------------------------------
