@@ -22,12 +22,13 @@ from memstrata import __version__
 from memstrata.server import handlers
 from memstrata.server.metrics import Metrics, MetricsMiddleware
 from memstrata.server.middleware import BodyLimit, CatchAll
-from memstrata.server.routes import cubes, memories, ops, retrieval, users
+from memstrata.server.routes import cubes, lifecycle, memcube, memories, ops, retrieval, users
 from memstrata.system import MemoryOS
 
 log = logging.getLogger("memstrata.server")
 
-DESCRIPTION = """Long-term memory for LLM agents: users, memory cubes, add, search, context, chat.
+DESCRIPTION = """Long-term memory for LLM agents: users, memory cubes, add, search, context, chat,
+lifecycle, audit, erasure, MemCube export and import.
 
 Every endpoint but `/health` needs `Authorization: Bearer KEY`.  Errors are
 `{"error": {"code", "message", "hint"?}}`."""
@@ -40,7 +41,7 @@ def create_app(memory: MemoryOS) -> FastAPI:
     app.state.metrics = Metrics()
     handlers.install(app)
     app.include_router(ops.public)
-    for module in (users, cubes, memories, retrieval, ops):
+    for module in (users, cubes, memcube, memories, lifecycle, retrieval, ops):
         app.include_router(module.router)
     app.add_middleware(BodyLimit, max_bytes=memory.settings.max_request_bytes)
     app.add_middleware(CatchAll)

@@ -2,7 +2,8 @@
 
 Request bodies reject unknown fields (a typo is a 422, not a silent default) except ``/configure``,
 whose unknown settings the core names in its own error.  Field aliases accept MemOS's names
-(``mem_cube_id``, ``target_user_id``, ``install_cube_ids``).  A ``user_id`` in a body is accepted
+(``mem_cube_id``, ``target_user_id``, ``install_cube_ids``,
+``memory_id``).  A ``user_id`` in a body is accepted
 for MemOS compatibility only: the caller is who the API key says, and a different ``user_id`` is a
 422 (see ``routes.check_self``).  Responses that are core dataclasses (``User``, ``Cube``,
 ``MemoryItem``, ``Version``, ``Task``…) are returned as they are; the rest are defined here.
@@ -11,7 +12,7 @@ for MemOS compatibility only: the caller is who the API key says, and a differen
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
@@ -24,6 +25,7 @@ from memstrata.model import (
     Permission,
     Role,
     Source,
+    Status,
     Tier,
 )
 from memstrata.retrieval.pack import Context
@@ -31,6 +33,8 @@ from memstrata.system import MAX_BUDGET, MAX_TOP_K
 
 #: The longest ``/tasks/wait`` a request may ask for, in seconds (it holds a worker thread).
 MAX_WAIT_S = 60.0
+#: The states a search leaves out unless ``include`` names them (``lifecycle.states.INCLUDABLE``).
+Includable = Literal["merged", "archived", "frozen"]
 
 
 def _user_field() -> Any:
@@ -193,6 +197,13 @@ class SearchIn(_Body):
         default=None,
         description="session_id, tier, type, status, since, until, metadata (see docs/search.md).",
     )
+    include: list[Includable] | None = Field(
+        default=None, description="Also search items in these states (left out by default)."
+    )
+    as_of: datetime | None = Field(
+        default=None,
+        description="Search the memory as it stood then (ISO 8601 or epoch seconds; slower).",
+    )
     user_id: str | None = _user_field()
 
 
@@ -251,6 +262,36 @@ class ChatOut(BaseModel):
     answer: str
     ids: list[str] = Field(description="The stored question and answer turns.")
     context: ContextOut | None
+
+
+# -- lifecycle and governance ---------------------------------------------------------------
+
+
+class TransitionIn(_Body):
+    to: Status = Field(description="The new state; see docs/lifecycle.md for the legal moves.")
+    reason: str | None = Field(default=None, description="Why; kept in the history and audit.")
+
+
+class RollbackIn(_Body):
+    version: int = Field(ge=1, description="The version to restore (see the item's history).")
+    reason: str | None = Field(default=None, description="Default: 'rollback to version N'.")
+
+
+class EraseIn(_Body):
+    """What to erase: ``item_id``; ``session_id`` with ``cube_id``; ``cube_id`` alone (the whole
+    cube); or ``subject_user_id`` (everything that user added, in ``cube_id`` when given)."""
+
+    item_id: str | None = Field(default=None, validation_alias=AliasChoices("item_id", "memory_id"))
+    session_id: str | None = None
+    cube_id: str | None = Field(
+        default=None, validation_alias=AliasChoices("cube_id", "mem_cube_id")
+    )
+    subject_user_id: str | None = None
+    reason: str | None = Field(default=None, description="Kept in the erase event.")
+
+
+class Erased(BaseModel):
+    erased: int = Field(description="How many items were erased (derived items included).")
 
 
 # -- operations ------------------------------------------------------------------------------

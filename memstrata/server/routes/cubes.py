@@ -1,8 +1,8 @@
-"""Memory cubes and sharing: ``/mem_cubes…``."""
+"""Memory cubes and sharing: ``/mem_cubes…`` (export and import are in ``memcube``)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from memstrata.model import Cube, Grant
 from memstrata.server.auth import Caller, Memory
@@ -39,3 +39,19 @@ def delete_cube(cube_id: str, memory: Memory, user: Caller) -> CubeDeleted:
 def share(cube_id: str, body: ShareIn, memory: Memory, user: Caller) -> Grant:
     """Give ``user_id`` ``permission`` on the cube; the caller needs admin on it."""
     return memory.grant(cube_id, body.user_id, body.permission, by=user.user_id)
+
+
+@router.delete(
+    "/mem_cubes/{cube_id}/share/{user_id}", status_code=204, summary="Revoke a user's grant"
+)
+def revoke(cube_id: str, user_id: str, memory: Memory, user: Caller) -> Response:
+    """Take away ``user_id``'s grant (needs admin on the cube); 404 if they hold none.  The owner
+    always keeps admin (422)."""
+    memory.revoke(cube_id, user_id, by=user.user_id)
+    return Response(status_code=204)
+
+
+@router.get("/mem_cubes/{cube_id}/grants", summary="Who holds what on a cube (needs admin)")
+def grants(cube_id: str, memory: Memory, user: Caller) -> list[Grant]:
+    """Every grant on the cube, the owner's admin included, oldest first."""
+    return memory.grants(cube_id, by=user.user_id)

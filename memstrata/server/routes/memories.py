@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 import pydantic
@@ -46,6 +47,7 @@ _ADD_BODY = {
 }
 #: The largest ``offset`` a page may start at (SQLite integers are 64-bit).
 MAX_OFFSET = 2**31
+_AS_OF = "A past time (ISO 8601 or epoch seconds): the version current then."
 
 
 @router.post(
@@ -150,9 +152,20 @@ def list_memories(
     )
 
 
-@router.get("/memories/{cube_id}/{memory_id}", summary="The current version of an item")
-def get_memory(cube_id: str, memory_id: str, memory: Memory, user: Caller) -> MemoryItem:
-    return memory.get(memory_id, user_id=user.user_id, cube_id=cube_id)
+@router.get("/memories/{cube_id}/{memory_id}", summary="An item, as it is now or was then")
+def get_memory(
+    cube_id: str,
+    memory_id: str,
+    memory: Memory,
+    user: Caller,
+    as_of: Annotated[datetime | None, Query(description=_AS_OF)] = None,
+) -> MemoryItem:
+    """The current version (needs read); with ``as_of``, the version current at that time.
+
+    An item that did not exist yet is a 404; a time in the future or before the cube was created
+    is a 422.
+    """
+    return memory.get(memory_id, user_id=user.user_id, cube_id=cube_id, as_of=as_of)
 
 
 @router.put("/memories/{cube_id}/{memory_id}", summary="Write a new version of an item")

@@ -37,7 +37,11 @@ answer, then `event: done` with `data: {}`; a failure after the stream began is
 
 @router.post("/search", summary="Hybrid search over the caller's cubes, best first")
 def search(body: SearchIn, memory: Memory, user: Caller) -> SearchOut:
-    """Keyword and vector search fused; ``cube_ids`` default to every cube the caller may read."""
+    """Keyword and vector search fused; ``cube_ids`` default to every cube the caller may read.
+
+    ``include`` adds merged, archived or frozen items; ``as_of`` searches the memory as it stood
+    at that time (a time in the future is a 422).
+    """
     check_self(body.user_id, user)
     hits = memory.search(
         body.query,
@@ -45,6 +49,8 @@ def search(body: SearchIn, memory: Memory, user: Caller) -> SearchOut:
         cube_ids=body.cube_ids,
         top_k=body.top_k,
         filters=body.filters,
+        include=body.include,
+        as_of=body.as_of,
     )
     return SearchOut(hits=[HitOut.of_hit(h) for h in hits])
 

@@ -1,0 +1,82 @@
+"""Lifecycle and governance: transitions, rollback, erasure and the audit trail (docs/lifecycle.md).
+
+``/memories/{cube_id}/{memory_id}/transition`` and ``…/rollback`` write a new version of one item;
+``/erase`` is ``MemoryOS.erase`` (an item, a session, a cube or a data subject); ``/audit`` reads
+the append-only events.  Reading an item or searching as of a past time are the ``as_of`` options
+of ``GET /memories/{cube_id}/{memory_id}`` and ``POST /search``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from memstrata.model import Event, MemoryItem
+from memstrata.server.auth import Caller, Memory
+from memstrata.server.routes import ERRORS
+from memstrata.server.schemas import Erased, EraseIn, RollbackIn, TransitionIn
+
+router = APIRouter(tags=["lifecycle"], responses=ERRORS)
+
+#: The most events one ``/audit`` answer holds (``MemoryOS.audit`` refuses more).
+MAX_AUDIT = 10_000
+
+
+@router.post(
+    "/memories/{cube_id}/{memory_id}/transition", summary="Move an item to another lifecycle state"
+)
+def transition(
+    cube_id: str, memory_id: str, body: TransitionIn, memory: Memory, user: Caller
+) -> MemoryItem:
+    """Needs write.  A move the lifecycle does not allow (from frozen, to generated…) is a 409
+    naming the legal ones; ``deleted`` is a 422 (delete or erase instead)."""
+    return memory.transition(
+        memory_id, body.to, user_id=user.user_id, reason=body.reason, cube_id=cube_id
+    )
+
+
+@router.post(
+    "/memories/{cube_id}/{memory_id}/rollback", summary="Restore an old version as a new one"
+)
+def rollback(
+    cube_id: str, memory_id: str, body: RollbackIn, memory: Memory, user: Caller
+) -> MemoryItem:
+    """Needs write.  The history keeps every version, the rollback included; an unknown version is
+    a 404, a frozen or deleted item a 409."""
+    return memory.rollback(
+        memory_id, body.version, user_id=user.user_id, reason=body.reason, cube_id=cube_id
+    )
+
+
+@router.post("/erase", summary="Erase for good: an item, a session, a cube or a user's data")
+def erase(body: EraseIn, memory: Memory, user: Caller) -> Erased:
+    """GDPR erasure: the content leaves every table, index and cache; derived items go too.
+
+    Needs write for an item or a session, admin on the cube for a whole cube; a subject's data
+    may be erased by that user or an administrator.  Naming none or several scopes is a 422.
+    """
+    count = memory.erase(
+        body.item_id,
+        user_id=user.user_id,
+        session_id=body.session_id,
+        cube_id=body.cube_id,
+        subject_user_id=body.subject_user_id,
+        reason=body.reason,
+    )
+    return Erased(erased=count)
+
+
+@router.get("/audit", summary="The audit trail, oldest event first")
+def audit(
+    memory: Memory,
+    user: Caller,
+    cube_id: str | None = None,
+    item_id: str | None = None,
+    since: Annotated[datetime | None, Query(description="Events at or after this time.")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_AUDIT)] = 1000,
+) -> list[Event]:
+    """Every event for an administrator; a cube's events (``cube_id`` or ``item_id``) for that
+    cube's admins.  Erased content is absent from the payloads."""
+    return memory.audit(by=user.user_id, cube_id=cube_id, item_id=item_id, since=since, limit=limit)
