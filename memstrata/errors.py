@@ -9,6 +9,7 @@
     ├── PermissionDenied       (403)   the caller lacks the read/write/admin grant it needs
     ├── ConflictError          (409)   AlreadyExists; an external id reused with other content
     ├── ConfigurationError     (400)   EmbedderMismatch, an unknown embedder, a bad settings value
+    ├── MemCubeError           (400)   a MemCube export target that exists; a corrupt or unsafe MemCube
     ├── StorageError           (500)   NotOurDatabase, SchemaTooNew, a database that cannot be opened
     ├── EmbeddingError         (502)   an embedding backend failed (endpoint down, bad answer)
     ├── LLMError               (502)   a chat model endpoint failed (timeout, HTTP error, bad answer)
@@ -137,6 +138,15 @@ class EmbedderMismatch(ConfigurationError):
             f"MEMSTRATA_EMBEDDER), or re-embed the cube (reembed / `memstrata cubes reembed`) "
             f"with {current}",
         )
+
+
+class MemCubeError(MemstrataError):
+    """A MemCube cannot be exported or imported as asked: the export target already exists, or the
+    files are missing, corrupt, truncated, inconsistent or unsafe (a tar member escaping its
+    directory).  Nothing was changed."""
+
+    status = 400
+    code = "memcube_error"
 
 
 class StorageError(MemstrataError):

@@ -22,6 +22,7 @@ from click.exceptions import NoArgsIsHelpError
 
 from memstrata.cli import demo as demo_module
 from memstrata.cli import render
+from memstrata.cli.cube import export_command, import_command
 from memstrata.cli.mcp import mcp as mcp_command
 from memstrata.cli.serve import serve
 from memstrata.config import Settings
@@ -553,6 +554,8 @@ def eval_locomo(data: str, tiers: bool, conversations: int | None, out: str | No
 
 
 cli.add_command(mcp_command)
+cli.add_command(export_command)
+cli.add_command(import_command)
 cli.add_command(serve)
 
 
