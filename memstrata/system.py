@@ -81,6 +81,7 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 _DEFAULT_EMBEDDER = "e5"
 MAX_TOP_K = 1000
 MAX_BUDGET = 1_000_000
+MAX_AUDIT_LIMIT = 10_000
 #: Seconds a cube's consolidation waits after an add, so that a burst of adds shares one task.
 CONSOLIDATE_DELAY_S = 1.0
 #: The values ``configure`` accepts for each runtime setting.
@@ -387,15 +388,21 @@ class MemoryOS(Closing):
         ``cube_id`` or ``item_id``).  Erased content is absent from the events' payloads.
         """
         user = self.get_user(by)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-            raise ValidationError("limit must be an integer from 1 to 10000")
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise ValidationError(f"limit must be an integer from 1 to {MAX_AUDIT_LIMIT}")
+        if not 1 <= limit <= MAX_AUDIT_LIMIT:
+            raise ValidationError(f"limit must be an integer from 1 to {MAX_AUDIT_LIMIT}")
         at = None if since is None else parse_time(since, "since")
-        if item_id is not None:
-            item = self._item(item_id, by, "admin", cube_id)
-            cube_id = item.cube_id
+        if user.role == "admin":  # administrators read every event, grant or not
+            if item_id is not None and not self.store.get_items([item_id]):
+                raise ItemNotFound(item_id, cube_id)
+            if cube_id is not None and self.store.get_cube(cube_id) is None:
+                raise CubeNotFound(cube_id)
+        elif item_id is not None:
+            cube_id = self._item(item_id, by, "admin", cube_id).cube_id
         elif cube_id is not None:
             self._require(by, cube_id, "admin")
-        elif user.role != "admin":
+        else:
             raise AdminRequired(by)
         return self.store.events(cube_id=cube_id, item_id=item_id, since=at, limit=limit)
 

@@ -166,6 +166,11 @@ def test_audit_lists_events_to_admins_only(mos: MemoryOS, alice_cube: str) -> No
     recent = mos.audit(by="alice", item_id=item, since=since)
     assert [(e.op, e.actor, e.reason) for e in recent] == [("update", "alice", "typo")]
     assert {e.cube_id for e in mos.audit(by="admin")} >= {alice_cube, None}
+    # administrators need no grant on the cube
+    assert [e.op for e in mos.audit(by="admin", cube_id=alice_cube)] == ops
+    assert mos.audit(by="admin", item_id=item)[-1].reason == "typo"
+    with pytest.raises(ItemNotFound):
+        mos.audit(by="admin", item_id="no-such-item")
     with pytest.raises(AdminRequired):
         mos.audit(by="alice")  # everything: administrators only
     mos.grant(alice_cube, "bob", "write", by="alice")

@@ -17,11 +17,11 @@ from memstrata.model import Event, MemoryItem
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import ERRORS
 from memstrata.server.schemas import Erased, EraseIn, RollbackIn, TransitionIn
+from memstrata.system import MAX_AUDIT_LIMIT
 
 router = APIRouter(tags=["lifecycle"], responses=ERRORS)
 
-#: The most events one ``/audit`` answer holds (``MemoryOS.audit`` refuses more).
-MAX_AUDIT = 10_000
+MAX_AUDIT = MAX_AUDIT_LIMIT  # the most events one ``/audit`` answer holds
 
 
 @router.post(
