@@ -39,7 +39,6 @@ from memstrata.errors import (
 )
 from memstrata.retrieval.search import embedding_text
 from memstrata.store import interchange
-from tests.conftest import row_counts
 
 #: every turn leaves the working tier at once, joins a segment and is promoted: all tiers get items
 HOT = {"working_capacity": 1, "similarity_threshold": 0.0, "heat_threshold": 0.0}
@@ -49,6 +48,8 @@ TURNS = [
     ("Ann", "I live in Porto.", "2024-03-02T09:00:00Z"),
     ("Bob", "ok", "2030-01-01T00:00:00Z"),
 ]
+TABLES = ("users", "cubes", "grants", "items", "item_versions", "vectors", "items_fts", "events",
+          "artifacts", "tasks")  # fmt: skip
 FILES = ["items.jsonl", "vectors.npy", "vectors.ids.json", "events.jsonl", "artifacts.jsonl"]
 
 
@@ -110,18 +111,14 @@ def other(tmp_path: Path) -> Iterator[MemoryOS]:
 
 
 def counts(memory: MemoryOS) -> dict[str, int]:
-    """Rows per table (artifacts, tasks and the change counter too), read from outside."""
-    path = Path(memory.store.path)  # type: ignore[attr-defined]
-    conn = sqlite3.connect(path)
+    """Rows per table and the change counter, read through a separate connection."""
+    conn = sqlite3.connect(memory.store.path)  # type: ignore[attr-defined]
     try:
-        extra = {
-            t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            for t in ("artifacts", "item_versions", "vectors")
-        }
+        found = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
         seq = conn.execute("SELECT value FROM counters WHERE name = 'item_seq'").fetchone()[0]
     finally:
         conn.close()
-    return {**row_counts(path), **extra, "item_seq": seq}
+    return {**found, "item_seq": seq}
 
 
 def manifest(root: Path) -> dict[str, Any]:
@@ -244,6 +241,34 @@ def test_an_export_needs_admin_on_the_cube(mos: MemoryOS, cube: str, tmp_path: P
     with pytest.raises(CubeNotFound):
         export_cube(mos, "nope", tmp_path / "out", user_id="ann")
     assert not (tmp_path / "out").exists()
+
+
+def test_an_export_refuses_a_cube_it_cannot_write_whole(
+    mos: MemoryOS, cube: str, tmp_path: Path
+) -> None:
+    (tmp_path / "stable-context.kv").unlink()  # the artifact's file is gone
+    with pytest.raises(MemCubeError, match="artifact 'kv-1'"):
+        export_cube(mos, cube, tmp_path / "out", user_id="ann")
+    with mos.store.transaction() as conn:  # type: ignore[attr-defined]
+        conn.execute("DELETE FROM artifacts")
+        conn.execute("UPDATE vectors SET embedder = 'older-model/384' WHERE rid = 1")
+    with pytest.raises(ConfigurationError, match="re-embed"):
+        export_cube(mos, cube, tmp_path / "out", user_id="ann")
+    assert not (tmp_path / "out").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".memcube-")]
+
+
+def test_an_empty_cube_round_trips(mos: MemoryOS, other: MemoryOS, tmp_path: Path) -> None:
+    mos.create_user("ann")
+    mos.create_cube("empty", owner="ann", cube_id="empty", kind="session")
+    export_cube(mos, "empty", tmp_path / "empty.tar.gz", user_id="ann")
+    imported = import_cube(other, tmp_path / "empty.tar.gz", owner="ann")
+    assert (imported.cube_id, imported.kind) == ("empty", "session")
+    export_cube(other, "empty", tmp_path / "again", user_id="ann")
+    assert np.load(tmp_path / "again" / "vectors.npy", allow_pickle=False).shape == (0, 384)
+    assert lines(tmp_path / "again" / "items.jsonl") == []
+    other.add("now it has a turn", user_id="ann", cube_id="empty")
+    assert other.search("turn", user_id="ann")
 
 
 # -- import: the round trip ------------------------------------------------------------------
