@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -17,9 +18,10 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from memstrata import keys
+from memstrata import cube_ops, keys
 from memstrata.closing import Closing
 from memstrata.config import Settings
+from memstrata.cube import Manifest
 from memstrata.embed import Closeable, Embedder, fingerprint, make_embedder
 from memstrata.embed.base import check_cube_embedder
 from memstrata.errors import (
@@ -927,6 +929,30 @@ class MemoryOS(Closing):
             cube_id, [i.id for i in items], vectors, fingerprint(self.embedder)
         )
         return len(items)
+
+    # -- MemCubes ------------------------------------------------------------------------------
+
+    def export(self, cube_id: str, path: str | os.PathLike[str], *, user_id: str) -> Manifest:
+        """Write cube ``cube_id`` as a MemCube (docs/memcube.md) at ``path``: a new directory, or
+        a new ``.tar.gz``.  Needs ``admin``; never overwrites (``MemCubeError``); only reads.
+        """
+        return cube_ops.export_cube(self, cube_id, path, user_id=user_id)
+
+    def import_cube(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        owner: str,
+        cube_id: str | None = None,
+        keep_ids: bool = True,
+        reembed: bool = False,
+    ) -> Cube:
+        """Import the MemCube at ``path`` as a new cube owned (``admin``) by ``owner``; all or
+        nothing.  Ids, embedders and errors: see ``memstrata.cube_ops.import_cube``.
+        """
+        return cube_ops.import_cube(
+            self, path, owner=owner, cube_id=cube_id, keep_ids=keep_ids, reembed=reembed
+        )
 
     # -- background work ---------------------------------------------------------------------
 

@@ -103,7 +103,9 @@ def assert_one_error_line(result: Result, code: int, *fragments: str) -> None:
 def test_help_lists_every_command() -> None:
     result = invoke("--help")
     assert result.exit_code == 0
-    for command in ("users", "cubes", "add", "search", "get", "history", "update", "delete"):
+    commands = ("users", "cubes", "add", "search", "get", "history", "update", "delete", "chat",
+                "serve", "mcp", "export", "import", "eval", "demo")  # fmt: skip
+    for command in commands:
         assert command in result.stdout
     assert "demo" in result.stdout
 

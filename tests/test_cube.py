@@ -643,3 +643,19 @@ def test_cli_export_and_import(mos: MemoryOS, cube: str, db_path: Path, tmp_path
     )
     failed = runner.invoke(cli, ["--db", str(db_path), "import", archive, "--owner", "ann"])
     assert failed.exit_code == 1 and "cube 'notes' already exists" in failed.stderr
+
+
+def test_an_archive_that_unpacks_too_large_is_refused(
+    other: MemoryOS, exported: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with tarfile.open(tmp_path / "cube.tar.gz", "w:gz") as tar:
+        for path in sorted(exported.rglob("*")):
+            tar.add(path, path.relative_to(exported).as_posix(), recursive=False)
+    size = sum(p.stat().st_size for p in exported.rglob("*") if p.is_file())
+    monkeypatch.setattr("memstrata.cube.files.MAX_UNPACKED_BYTES", size - 1)
+    before = counts(other)
+    with pytest.raises(MemCubeError, match="unpacks to more than"):
+        other.import_cube(tmp_path / "cube.tar.gz", owner="ann")
+    assert counts(other) == before
+    monkeypatch.setattr("memstrata.cube.files.MAX_UNPACKED_BYTES", size)
+    assert other.import_cube(tmp_path / "cube.tar.gz", owner="ann").owner == "ann"

@@ -1,6 +1,6 @@
 """``memstrata export`` and ``memstrata import``: a cube to and from a MemCube (docs/memcube.md).
 
-Thin adapters over ``memstrata.cube_ops``: parse the arguments, call the core, print a line (or
+Thin adapters over ``MemoryOS.export`` and ``MemoryOS.import_cube``: parse the arguments, call the core, print a line (or
 JSON with ``--json``).  Every failure is the CLI's one ``error: …`` line.
 """
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import click
 
-from memstrata import cube_ops
 from memstrata.cube import FORMAT_VERSION
 
 
@@ -26,7 +25,7 @@ def export_command(cube_id: str, path: str, user_id: str) -> None:
     from memstrata.cli import _emit, _options  # here: memstrata.cli imports this module
 
     with _options().open() as memory:
-        manifest = cube_ops.export_cube(memory, cube_id, path, user_id=user_id)
+        manifest = memory.export(cube_id, path, user_id=user_id)
     counts = manifest.counts
     _emit(
         {"cube_id": cube_id, "path": path, "format_version": FORMAT_VERSION, "counts": counts},
@@ -65,7 +64,7 @@ def import_command(
     from memstrata.cli import _emit, _options, render  # here: memstrata.cli imports this module
 
     with _options().open() as memory:
-        cube = cube_ops.import_cube(
-            memory, path, owner=owner, cube_id=cube_id, keep_ids=not remap_ids, reembed=reembed
+        cube = memory.import_cube(
+            path, owner=owner, cube_id=cube_id, keep_ids=not remap_ids, reembed=reembed
         )
     _emit(cube, [f"imported {path} as cube {cube.cube_id}", *render.table([render.cube_row(cube)])])

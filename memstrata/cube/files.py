@@ -229,6 +229,10 @@ def open_cube(path: str | os.PathLike[str]) -> Iterator[MemCube]:
         yield _read(Path(tmp))
 
 
+#: The most bytes an archive may unpack to (its members' sizes added up).
+MAX_UNPACKED_BYTES = 4 * 2**30
+
+
 def _unpack(archive: Path, root: Path) -> None:
     """Copy the archive's checked members into ``root`` (an empty directory)."""
     hint = "it may be truncated or corrupt; export the cube again"
@@ -240,6 +244,7 @@ def _unpack(archive: Path, root: Path) -> None:
                 f"{archive} is not a tar archive (plain, gzip, bzip2 or xz)", hint=hint
             ) from exc
         seen: set[str] = set()
+        total = 0
         try:
             for member in tar:
                 name = _member_name(archive, member)
@@ -247,6 +252,12 @@ def _unpack(archive: Path, root: Path) -> None:
                     if name in seen:
                         raise MemCubeError(f"{archive}: member {name!r} appears twice")
                     seen.add(name)
+                    total += member.size
+                    if total > MAX_UNPACKED_BYTES:  # a small upload must not fill the disk
+                        raise MemCubeError(
+                            f"{archive} unpacks to more than {MAX_UNPACKED_BYTES} bytes",
+                            hint="import it from a directory, or raise MAX_UNPACKED_BYTES",
+                        )
                     _copy_member(tar, member, root / name, root)
         except _UNREADABLE as exc:
             raise MemCubeError(f"{archive} cannot be read to the end: {exc}", hint=hint) from exc

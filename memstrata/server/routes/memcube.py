@@ -1,6 +1,6 @@
 """MemCube export and import over HTTP: ``/mem_cubes/{cube_id}/export``, ``/mem_cubes/import``.
 
-Thin adapters over ``memstrata.cube_ops`` (docs/memcube.md).  The server never reads or writes a
+Thin adapters over ``MemoryOS.export`` and ``MemoryOS.import_cube`` (docs/memcube.md).  The server never reads or writes a
 path a client names: an export is written into a new temporary directory and streamed back; an
 upload is copied into one and imported from there.  An upload is a request body like any other,
 so ``max_request_bytes`` (413) bounds it.
@@ -19,7 +19,6 @@ from typing import Annotated, BinaryIO
 from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import StreamingResponse
 
-from memstrata import cube_ops
 from memstrata.errors import MemCubeError
 from memstrata.model import Cube
 from memstrata.server.auth import Caller, Memory
@@ -48,7 +47,7 @@ def export(cube_id: str, memory: Memory, user: Caller) -> StreamingResponse:
     consistent snapshot.  Needs admin on the cube: an export shows more than read does."""
     folder = Path(tempfile.mkdtemp(prefix="memstrata-export-"))
     try:
-        cube_ops.export_cube(memory, cube_id, folder / _ARCHIVE, user_id=user.user_id)
+        memory.export(cube_id, folder / _ARCHIVE, user_id=user.user_id)
         archive = open(folder / _ARCHIVE, "rb")  # noqa: SIM115 - closed by _pieces
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
@@ -99,8 +98,7 @@ def import_memcube(
         with open(archive, "xb") as copy:
             shutil.copyfileobj(file.file, copy)
         try:
-            return cube_ops.import_cube(
-                memory,
+            return memory.import_cube(
                 archive,
                 owner=user.user_id,
                 cube_id=cube_id or None,
