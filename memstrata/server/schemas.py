@@ -254,7 +254,7 @@ class ChatIn(_Body):
     )
     session_id: str | None = None
     budget_tokens: int = Field(default=1000, ge=1, le=MAX_BUDGET)
-    max_tokens: int = Field(default=256, ge=1, le=32_768)
+    max_tokens: int = Field(default=256, ge=1, le=8192)
     user_id: str | None = _user_field()
 
 

