@@ -32,11 +32,11 @@ from memstrata.store import interchange
 from memstrata.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
-    from memstrata.system import MemoryOS
+    from memstrata.core import MemoryCore
 
 
 def export_cube(
-    memory: MemoryOS, cube_id: str, path: str | os.PathLike[str], *, user_id: str
+    memory: MemoryCore, cube_id: str, path: str | os.PathLike[str], *, user_id: str
 ) -> Manifest:
     """Write cube ``cube_id`` as a MemCube at ``path``; returns what its ``cube.json`` says.
 
@@ -51,7 +51,7 @@ def export_cube(
 
 
 def import_cube(
-    memory: MemoryOS,
+    memory: MemoryCore,
     path: str | os.PathLike[str],
     *,
     owner: str,
@@ -124,7 +124,7 @@ def import_cube(
     return cube
 
 
-def _sqlite(memory: MemoryOS) -> SQLiteStore:
+def _sqlite(memory: MemoryCore) -> SQLiteStore:
     if not isinstance(memory.store, SQLiteStore):
         raise ConfigurationError("MemCube export and import need the SQLite store")
     return memory.store
@@ -145,7 +145,7 @@ def _rehomed(source: MemCube, owner: str, cube_id: str | None, keep_ids: bool) -
     )
 
 
-def _reembedded(memory: MemoryOS, data: MemCube) -> MemCube:
+def _reembedded(memory: MemoryCore, data: MemCube) -> MemCube:
     """``data`` with a vector from ``memory``'s embedder for every item that has text (in item
     order), whether or not the MemCube gave it one."""
     items = [item for item in data.items if item.text.strip()]

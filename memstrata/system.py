@@ -10,57 +10,36 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
 from functools import partial
 from typing import Any
 
-from memstrata import cube_ops, keys
 from memstrata.closing import Closing
 from memstrata.config import Settings
-from memstrata.cube import Manifest
+from memstrata.core import MAX_TOP_K, check_id
 from memstrata.embed import Closeable, Embedder, fingerprint, make_embedder
-from memstrata.embed.base import check_cube_embedder
 from memstrata.errors import (
-    AdminRequired,
-    ConfigurationError,
-    CubeNotFound,
     ItemNotFound,
     LLMError,
     LLMNotConfigured,
-    NotFoundError,
-    PermissionDenied,
-    Unauthenticated,
-    UserNotFound,
     ValidationError,
 )
-from memstrata.lifecycle import erase, states
+from memstrata.lifecycle import states
+from memstrata.lifecycle.governance import MAX_AUDIT_LIMIT, Governance
 from memstrata.lifecycle.history import search_as_of
 from memstrata.llm import LLM, ChatMessage, Completion, OpenAIChat, make_llm, usage
 from memstrata.model import (
-    CUBE_KINDS,
-    ITEM_TYPES,
-    PERMISSIONS,
-    ROLES,
-    TIERS,
-    ApiKey,
     Cube,
-    Event,
-    Grant,
     Hit,
     MemoryItem,
     ProfileAttribute,
     Source,
-    User,
     Version,
     new_id,
-    parse_time,
-    permits,
     utcnow,
 )
+from memstrata.principals import Principals
 from memstrata.reader import documents
 from memstrata.reader.messages import parse_messages
 from memstrata.retrieval.filters import Filters, parse_filters
@@ -75,31 +54,20 @@ from memstrata.retrieval.search import (
 from memstrata.scheduler import Scheduler, SQLiteTaskQueue, Task, TaskQueue, TaskStatus
 from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore
-from memstrata.tiers.settings import TierSettings
 from memstrata.tiers.tasks import TierTasks
 
+__all__ = ["MAX_AUDIT_LIMIT", "MAX_BUDGET", "MAX_TOP_K", "MemoryOS"]
+
 log = logging.getLogger("memstrata")
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 _DEFAULT_EMBEDDER = "e5"
-MAX_TOP_K = 1000
 MAX_BUDGET = 1_000_000
-MAX_AUDIT_LIMIT = 10_000
 #: Seconds a cube's consolidation waits after an add, so that a burst of adds shares one task.
 CONSOLIDATE_DELAY_S = 1.0
-#: The values ``configure`` accepts for each runtime setting.
-_RUNTIME_RANGES: dict[str, tuple[float, float]] = {
-    "rrf_k": (1, 10_000),
-    "search_candidates": (1, 10_000),
-    "keyword_max_postings": (1, 10_000_000),
-    "keyword_weight": (0.0, 100.0),
-    "dense_weight": (0.0, 100.0),
-}
-
 #: Seconds between writes of read counts (segment visits).
 READS_FLUSH_S = 5.0
 
 
-class MemoryOS(Closing):
+class MemoryOS(Principals, Governance, Closing):
     """Long-term memory for agents: users, cubes, grants, add, search, get, update, history."""
 
     def __init__(
@@ -198,240 +166,6 @@ class MemoryOS(Closing):
         if self._owns_embedder and isinstance(self.embedder, Closeable):
             self.embedder.close()
 
-    # -- users, cubes, grants ----------------------------------------------------------------
-
-    def create_user(
-        self, user_id: str, name: str | None = None, role: str = "user", *, by: str | None = None
-    ) -> User:
-        """Create a user; ``AlreadyExists`` if the id is taken.
-
-        ``by`` (surfaces pass the caller) must be an admin; in-process callers may omit it.
-        """
-        if by is not None:
-            self._require_admin(by)
-        _check_id(user_id, "user_id")
-        if role not in ROLES:
-            raise ValidationError(f"role {role!r} is not one of {', '.join(ROLES)}")
-        if name is not None and not isinstance(name, str):
-            raise ValidationError("name must be a string")
-        user = User(user_id=user_id, name=name, role=role)  # type: ignore[arg-type]
-        self.store.put_user(user)
-        return user
-
-    def get_user(self, user_id: str) -> User:
-        user = self.store.get_user(user_id) if isinstance(user_id, str) else None
-        if user is None:
-            raise UserNotFound(str(user_id))
-        return user
-
-    def list_users(self, *, by: str | None = None) -> list[User]:
-        """Every user; ``by`` (when given) must be an admin."""
-        if by is not None:
-            self._require_admin(by)
-        return self.store.list_users()
-
-    # -- API keys ----------------------------------------------------------------------------
-
-    def create_key(self, user_id: str, *, by: str, label: str | None = None) -> ApiKey:
-        """A new API key for ``user_id`` (``by`` is that user or an admin).
-
-        The returned ``ApiKey.secret`` is the key itself: it is not stored and cannot be shown
-        again.
-        """
-        self._require_self_or_admin(by, user_id)
-        if label is not None and (not isinstance(label, str) or len(label) > 200):
-            raise ValidationError("label must be a string of at most 200 characters")
-        secret = keys.new_key()
-        key = ApiKey(key_id=new_id(), user_id=user_id, label=label, secret=secret)
-        self.store.put_key(key, keys.key_hash(secret))
-        return key
-
-    def list_keys(self, user_id: str, *, by: str) -> list[ApiKey]:
-        """``user_id``'s keys (revoked ones too, with ``revoked_at``), without secrets."""
-        self._require_self_or_admin(by, user_id)
-        return self.store.list_keys(user_id)
-
-    def revoke_key(self, user_id: str, key_id: str, *, by: str) -> None:
-        """Revoke one of ``user_id``'s keys; ``KeyNotFound`` if it has no such live key."""
-        self._require_self_or_admin(by, user_id)
-        if not isinstance(key_id, str) or not self.store.revoke_key(user_id, key_id, by):
-            raise NotFoundError(
-                f"user {user_id!r} has no active key {key_id!r}", hint="list the user's keys"
-            )
-
-    def authenticate(self, key: str | None) -> User:
-        """The user a live API key belongs to; ``Unauthenticated`` otherwise."""
-        if not key or not isinstance(key, str):
-            raise Unauthenticated(
-                "an API key is required", hint="send the header 'Authorization: Bearer KEY'"
-            )
-        user_id = self.store.key_user(keys.key_hash(key))
-        if user_id is None:
-            raise Unauthenticated("the API key is unknown or revoked")
-        return self.get_user(user_id)
-
-    def bootstrap_admin(self, key: str | None = None, user_id: str = "admin") -> str | None:
-        """On a database with no users, create admin ``user_id`` and return its API key.
-
-        ``key`` (e.g. from ``MEMSTRATA_ADMIN_KEY``) is used as the key when given, else one is
-        made.  Returns None, changing nothing, when users already exist; a given ``key`` is then
-        still accepted if it is not yet stored (so a fixed admin key survives a restart).
-        """
-        if key is not None and len(key) < 16:
-            raise ValidationError("the admin key must be at least 16 characters")
-        if self.store.list_users():
-            if key is not None and self.store.key_user(keys.key_hash(key)) is None:
-                admin = next((u for u in self.store.list_users() if u.role == "admin"), None)
-                if admin is not None:
-                    record = ApiKey(key_id=new_id(), user_id=admin.user_id, label="admin key")
-                    self.store.put_key(record, keys.key_hash(key))
-            return None
-        self.create_user(user_id, name="Administrator", role="admin")
-        secret = key or keys.new_key()
-        record = ApiKey(key_id=new_id(), user_id=user_id, label="bootstrap")
-        self.store.put_key(record, keys.key_hash(secret))
-        return secret
-
-    def create_cube(
-        self,
-        name: str,
-        *,
-        owner: str,
-        cube_id: str | None = None,
-        kind: str = "user",
-        settings: Mapping[str, Any] | None = None,
-    ) -> Cube:
-        """Create a cube owned (with ``admin``) by ``owner``; its vectors use this embedder.
-
-        ``settings`` are the tier settings of ``memstrata.tiers.settings.TierSettings`` (the
-        defaults fill what is missing); an unknown key or a value out of range is a
-        ``ValidationError`` naming the allowed range.
-        """
-        self.get_user(owner)
-        if not isinstance(name, str) or not name.strip():
-            raise ValidationError("cube name must be a non-empty string")
-        if cube_id is not None:
-            _check_id(cube_id, "cube_id")
-        if kind not in CUBE_KINDS:
-            raise ValidationError(f"cube kind {kind!r} is not one of {', '.join(CUBE_KINDS)}")
-        tiers = TierSettings.parse(settings)
-        cube = Cube(
-            cube_id=cube_id or new_id(),
-            name=name,
-            owner=owner,
-            kind=kind,  # type: ignore[arg-type]
-            settings=tiers.as_dict(),
-            embedder=fingerprint(self.embedder),
-        )
-        self.store.put_cube(cube)
-        return cube
-
-    def get_cube(self, cube_id: str, *, user_id: str) -> Cube:
-        return self._require(user_id, cube_id, "read")
-
-    def delete_cube(self, cube_id: str, *, user_id: str) -> int:
-        """Delete a cube and all its memory for good (needs ``admin``); returns the item count.
-
-        Items, versions, vectors, the full-text index, tasks and grants go; the cube's audit
-        events stay as tombstones with their payloads blanked.
-        """
-        self._require(user_id, cube_id, "admin")
-        return self.store.delete_cube(cube_id, user_id)
-
-    def list_cubes(self, *, user_id: str) -> list[Cube]:
-        """The cubes ``user_id`` may read (owned or shared), oldest first."""
-        self.get_user(user_id)
-        return self.store.list_cubes(user_id)
-
-    def grant(self, cube_id: str, user_id: str, permission: str, *, by: str) -> Grant:
-        """Give ``user_id`` ``permission`` (read, write, admin) on a cube; ``by`` needs admin."""
-        if permission not in PERMISSIONS:
-            raise ValidationError(
-                f"permission {permission!r} is not one of {', '.join(PERMISSIONS)}"
-            )
-        cube = self._require(by, cube_id, "admin")
-        self.get_user(user_id)
-        if user_id == cube.owner and permission != "admin":
-            raise ValidationError("the owner of a cube always keeps admin")
-        grant = Grant(cube_id, user_id, permission, by)  # type: ignore[arg-type]
-        self.store.put_grant(grant)
-        return grant
-
-    def share(self, cube_id: str, user_id: str, permission: str = "read", *, by: str) -> Grant:
-        """``grant`` under MemOS's name: give ``user_id`` ``permission`` on a cube."""
-        return self.grant(cube_id, user_id, permission, by=by)
-
-    def revoke(self, cube_id: str, user_id: str, *, by: str) -> None:
-        """Take away ``user_id``'s grant on a cube (``by`` needs admin); the owner keeps admin."""
-        cube = self._require(by, cube_id, "admin")
-        self.get_user(user_id)
-        if user_id == cube.owner:
-            raise ValidationError("the owner of a cube always keeps admin")
-        if not self.store.delete_grant(cube_id, user_id, by):
-            raise NotFoundError(f"user {user_id!r} holds no grant on cube {cube_id!r}")
-
-    def grants(self, cube_id: str, *, by: str) -> list[Grant]:
-        """Who holds what on a cube (``by`` needs admin), oldest grant first."""
-        self._require(by, cube_id, "admin")
-        return self.store.list_grants(cube_id)
-
-    def audit(
-        self,
-        *,
-        by: str,
-        cube_id: str | None = None,
-        item_id: str | None = None,
-        since: Any = None,
-        limit: int = 1000,
-    ) -> list[Event]:
-        """The audit trail (append-only events), oldest first.
-
-        An administrator may read every event; a cube admin the events of that cube (give
-        ``cube_id`` or ``item_id``).  Erased content is absent from the events' payloads.
-        """
-        user = self.get_user(by)
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise ValidationError(f"limit must be an integer from 1 to {MAX_AUDIT_LIMIT}")
-        if not 1 <= limit <= MAX_AUDIT_LIMIT:
-            raise ValidationError(f"limit must be an integer from 1 to {MAX_AUDIT_LIMIT}")
-        at = None if since is None else parse_time(since, "since")
-        if user.role == "admin":  # administrators read every event, grant or not
-            if item_id is not None and not self.store.get_items([item_id]):
-                raise ItemNotFound(item_id, cube_id)
-            if cube_id is not None and self.store.get_cube(cube_id) is None:
-                raise CubeNotFound(cube_id)
-        elif item_id is not None:
-            cube_id = self._item(item_id, by, "admin", cube_id).cube_id
-        elif cube_id is not None:
-            self._require(by, cube_id, "admin")
-        else:
-            raise AdminRequired(by)
-        return self.store.events(cube_id=cube_id, item_id=item_id, since=at, limit=limit)
-
-    def erase(
-        self,
-        item_id: str | None = None,
-        *,
-        user_id: str,
-        session_id: str | None = None,
-        cube_id: str | None = None,
-        subject_user_id: str | None = None,
-        reason: str | None = None,
-    ) -> int:
-        """Erase for good (GDPR): one item, a session of a cube, a whole cube, or everything
-        ``subject_user_id`` said; returns how many items were erased.
-
-        Content leaves the items, versions, full-text index, vectors, caches, task payloads and
-        event payloads; tombstones (ids, times, ops) stay.  Items derived from erased ones
-        (facts, segments, profile entries citing them) are erased too.  Needs ``write`` for an
-        item or a session, ``admin`` for a cube; a subject's data may be erased by that user or
-        an administrator (in every cube).  See ``lifecycle.erase``.
-        """
-        return erase.erase(
-            self, user_id, item_id=item_id, session_id=session_id, cube_id=cube_id,
-            subject_user_id=subject_user_id, reason=reason,
-        )  # fmt: skip
-
     # -- items -------------------------------------------------------------------------------
 
     def add(
@@ -450,7 +184,7 @@ class MemoryOS(Closing):
         """
         parsed = parse_messages(messages)
         if session_id is not None:
-            _check_id(session_id, "session_id")
+            check_id(session_id, "session_id")
         cube = self._require(user_id, cube_id, "write")
         self._check_embedder(cube)
         now = utcnow()
@@ -499,7 +233,7 @@ class MemoryOS(Closing):
             raise ValidationError("filename must be a non-empty string of at most 255 characters")
         extra = parse_messages([{"content": "-", "metadata": metadata or {}}])[0].metadata
         if session_id is not None:
-            _check_id(session_id, "session_id")
+            check_id(session_id, "session_id")
         text = documents.parse_document(filename, bytes(data))
         chunks = documents.chunk_text(text, self.settings.chunk_size, self.settings.chunk_overlap)
         cube = self._require(user_id, cube_id, "write")
@@ -697,7 +431,7 @@ class MemoryOS(Closing):
         if not 1 <= max_tokens <= 8192:
             raise ValidationError("max_tokens must be from 1 to 8192")
         if session_id is not None:
-            _check_id(session_id, "session_id")
+            check_id(session_id, "session_id")
         self._require(user_id, cube_id, "write")
         if self.llm is None:
             raise LLMNotConfigured("chat")
@@ -753,55 +487,6 @@ class MemoryOS(Closing):
         self._require(user_id, cube_id, "read")
         return self.store.list_items(cube_id, parsed, limit=limit, offset=offset)
 
-    def stats(self, *, user_id: str, cube_id: str | None = None) -> dict[str, Any]:
-        """Per readable cube (or just ``cube_id``): items by tier and type, tasks, LLM usage."""
-        result: dict[str, Any] = {}
-        for cube in self._readable(user_id, None if cube_id is None else [cube_id]):
-            live = Filters()
-            counts = {
-                f"{tier}/{kind}": n
-                for tier in TIERS
-                for kind in ITEM_TYPES
-                if (
-                    n := self.store.count_items(
-                        cube.cube_id, replace(live, tiers=(tier,), types=(kind,))
-                    )
-                )
-            }
-            pending = self.scheduler.queue.tasks(
-                cube_id=cube.cube_id, status="pending", limit=MAX_TOP_K
-            )
-            result[cube.cube_id] = {
-                "name": cube.name,
-                "items": counts,
-                "pending_tasks": len(pending),
-                "llm_usage": dict(self._llm_usage(cube.cube_id)) if self._llm_usage else {},
-            }
-        return result
-
-    #: Settings an admin may change while running (``configure``): search tuning only.
-    RUNTIME_SETTINGS = tuple(_RUNTIME_RANGES)
-
-    def configure(self, *, by: str, **changes: Any) -> Settings:
-        """Change runtime settings (``RUNTIME_SETTINGS``) for this process; ``by`` is an admin."""
-        self._require_admin(by)
-        unknown = sorted(set(changes) - set(self.RUNTIME_SETTINGS))
-        if unknown:
-            raise ValidationError(
-                f"setting(s) {', '.join(unknown)} cannot be changed at run time",
-                hint=f"runtime settings: {', '.join(self.RUNTIME_SETTINGS)}",
-            )
-        try:
-            updated = Settings.from_mapping({**vars(self.settings), **changes})
-        except ConfigurationError as exc:
-            raise ValidationError(exc.message, hint=exc.hint) from exc
-        for name, (low, high) in _RUNTIME_RANGES.items():
-            value = getattr(updated, name)
-            if not low <= value <= high:  # also refuses NaN
-                raise ValidationError(f"{name} must be from {low} to {high}")
-        self.settings = updated
-        return updated
-
     def get(
         self, item_id: str, *, user_id: str, cube_id: str | None = None, as_of: Any = None
     ) -> MemoryItem:
@@ -820,56 +505,6 @@ class MemoryOS(Closing):
         if not then:
             raise ItemNotFound(item_id, cube_id)
         return then[-1].item
-
-    def transition(
-        self,
-        item_id: str,
-        to: str,
-        *,
-        user_id: str,
-        reason: str | None = None,
-        cube_id: str | None = None,
-    ) -> MemoryItem:
-        """Move an item to another lifecycle state (``lifecycle.states``); needs ``write``.
-
-        An illegal move is a ``ConflictError`` naming the legal ones; ``deleted`` is reached only
-        by ``delete``/``erase``.  Writes a new version and an event with ``reason``.
-        """
-        item = self._item(item_id, user_id, "write", cube_id)
-        target = states.check_transition(item.id, item.status, to)
-        moved = replace(item, status=target)  # type: ignore[arg-type]
-        return self.store.update_item(moved, None, op="transition", actor=user_id, reason=reason)
-
-    def rollback(
-        self,
-        item_id: str,
-        version: int,
-        *,
-        user_id: str,
-        reason: str | None = None,
-        cube_id: str | None = None,
-    ) -> MemoryItem:
-        """Write a new version equal to ``version`` of the item (content and state); needs
-        ``write``.  History is kept: the rollback is itself a version and an event."""
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise ValidationError("version must be an integer")
-        item = self._item(item_id, user_id, "write", cube_id)
-        states.check_writable(item.id, item.status)
-        versions = {v.version: v.item for v in self.store.versions(item.id)}
-        if version not in versions:
-            raise NotFoundError(
-                f"item {item_id!r} has no version {version}",
-                hint=f"its versions are 1 to {item.version}",
-            )
-        old = versions[version]
-        cube = self._require(user_id, item.cube_id, "write")
-        self._check_embedder(cube)
-        restored = replace(item, **{name: getattr(old, name) for name in _RESTORED})
-        vector = None
-        if restored.text != item.text:
-            vector = self.embedder.embed_passages([embedding_text(restored)])[0]
-        why = reason or f"rollback to version {version}"
-        return self.store.update_item(restored, vector, op="rollback", actor=user_id, reason=why)
 
     def update(
         self,
@@ -930,30 +565,6 @@ class MemoryOS(Closing):
         )
         return len(items)
 
-    # -- MemCubes ------------------------------------------------------------------------------
-
-    def export(self, cube_id: str, path: str | os.PathLike[str], *, user_id: str) -> Manifest:
-        """Write cube ``cube_id`` as a MemCube (docs/memcube.md) at ``path``: a new directory, or
-        a new ``.tar.gz``.  Needs ``admin``; never overwrites (``MemCubeError``); only reads.
-        """
-        return cube_ops.export_cube(self, cube_id, path, user_id=user_id)
-
-    def import_cube(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        owner: str,
-        cube_id: str | None = None,
-        keep_ids: bool = True,
-        reembed: bool = False,
-    ) -> Cube:
-        """Import the MemCube at ``path`` as a new cube owned (``admin``) by ``owner``; all or
-        nothing.  Ids, embedders and errors: see ``memstrata.cube_ops.import_cube``.
-        """
-        return cube_ops.import_cube(
-            self, path, owner=owner, cube_id=cube_id, keep_ids=keep_ids, reembed=reembed
-        )
-
     # -- background work ---------------------------------------------------------------------
 
     def wait(self, cube_id: str | None = None, timeout: float | None = None) -> bool:
@@ -985,79 +596,6 @@ class MemoryOS(Closing):
         Needs ``write``.  Returns how many findings the long tier took in.
         """
         return self.tiers.consolidate_now(self._require(user_id, cube_id, "write"), promote_all)
-
-    # -- checks ------------------------------------------------------------------------------
-
-    def _require(self, user_id: str, cube_id: str, needed: str) -> Cube:
-        """The cube, once ``user_id`` is known to hold ``needed`` on it."""
-        self.get_user(user_id)
-        cube = self.store.get_cube(cube_id) if isinstance(cube_id, str) else None
-        if cube is None:
-            raise CubeNotFound(str(cube_id))
-        if not permits(self.store.permission(cube_id, user_id), needed):
-            raise PermissionDenied(user_id, cube_id, needed)
-        return cube
-
-    def _readable(self, user_id: str, cube_ids: Sequence[str] | None) -> list[Cube]:
-        if cube_ids is None:
-            return self.list_cubes(user_id=user_id)
-        if isinstance(cube_ids, str) or not isinstance(cube_ids, (list, tuple)):
-            raise ValidationError("cube_ids must be a list of cube ids")
-        return [self._require(user_id, c, "read") for c in dict.fromkeys(cube_ids)]
-
-    def _past_time(self, value: Any, cubes: Sequence[Cube]) -> datetime:
-        """``value`` as a time in the past, not before the oldest of ``cubes`` existed."""
-        at = parse_time(value, "as_of")
-        if at > utcnow():
-            raise ValidationError("as_of is in the future", hint="the memory has no future yet")
-        if cubes and at < min(c.created_at for c in cubes):
-            raise ValidationError(
-                "as_of is before the cube existed", hint=f"cubes start at {cubes[0].created_at}"
-            )
-        return at
-
-    def _require_admin(self, user_id: str) -> User:
-        user = self.get_user(user_id)
-        if user.role != "admin":
-            raise AdminRequired(user_id)
-        return user
-
-    def _require_self_or_admin(self, by: str, user_id: str) -> None:
-        if by != user_id:
-            self._require_admin(by)
-        self.get_user(user_id)
-
-    def _item(self, item_id: str, user_id: str, needed: str, cube_id: str | None) -> MemoryItem:
-        """The item, once ``user_id`` may ``needed`` it; unreadable items are "not found"."""
-        self.get_user(user_id)
-        found = self.store.get_items([item_id]) if isinstance(item_id, str) else []
-        item = found[0] if found else None
-        if item is None or (cube_id is not None and item.cube_id != cube_id):
-            raise ItemNotFound(str(item_id), cube_id)
-        held = self.store.permission(item.cube_id, user_id)
-        if held is None:
-            raise ItemNotFound(item_id, cube_id)  # existence must not leak across cubes
-        if not permits(held, needed):
-            raise PermissionDenied(user_id, item.cube_id, needed)
-        return item
-
-    def _check_embedder(self, cube: Cube) -> None:
-        check_cube_embedder(cube, self.embedder)
-
-
-#: What ``rollback`` copies from the old version (placement and bookkeeping stay as they are).
-_RESTORED = (
-    "text", "key", "keywords", "tags", "metadata", "status", "valid_from", "valid_to",
-    "confidence", "pinned", "sources", "merged_into",
-)  # fmt: skip
-
-
-def _check_id(value: object, what: str) -> None:
-    if not isinstance(value, str) or not _ID.match(value):
-        raise ValidationError(
-            f"{what} {value!r} is not a valid id",
-            hint="use 1-128 letters, digits and _ . : @ -, starting with a letter or digit",
-        )
 
 
 def _attribute(item: MemoryItem) -> ProfileAttribute:

@@ -24,14 +24,14 @@ from memstrata.model import STATUSES
 from memstrata.retrieval.filters import Filters
 
 if TYPE_CHECKING:
-    from memstrata.system import MemoryOS
+    from memstrata.core import MemoryCore
 
 #: Types made from other items, which name them in ``sources``.
 DERIVED = ("segment", "fact", "profile", "preference", "knowledge")
 
 
 def erase(
-    memory: MemoryOS,
+    memory: MemoryCore,
     user_id: str,
     *,
     item_id: str | None,
@@ -70,7 +70,7 @@ def erase(
     return store.erase_items(ids, user_id, reason)
 
 
-def _by_subject(memory: MemoryOS, subject: str, cube_id: str | None) -> dict[str, list[str]]:
+def _by_subject(memory: MemoryCore, subject: str, cube_id: str | None) -> dict[str, list[str]]:
     """Per cube, the items ``subject`` added (in ``cube_id`` only, when given)."""
     cube_ids = [cube_id] if cube_id is not None else memory.store.cubes_with_items_of(subject)
     everything = Filters(statuses=STATUSES)
@@ -80,7 +80,7 @@ def _by_subject(memory: MemoryOS, subject: str, cube_id: str | None) -> dict[str
     }
 
 
-def _with_derived(memory: MemoryOS, cube_id: str, ids: list[str]) -> list[str]:
+def _with_derived(memory: MemoryCore, cube_id: str, ids: list[str]) -> list[str]:
     """``ids`` and every item of the cube derived from them, transitively."""
     gone = dict.fromkeys(ids)
     derived = memory.store.list_items(cube_id, Filters(types=DERIVED, statuses=STATUSES))
