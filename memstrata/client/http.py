@@ -1,62 +1,33 @@
-"""A Python client for the REST API (docs/rest.md): ``MemoryOS``'s calls, over HTTP.
-
-::
-
-    from memstrata.client import Client
-
-    with Client("http://127.0.0.1:8765", api_key) as memory:
-        memory.add([{"role": "user", "content": "I moved to Porto."}], cube_id="notes")
-        for hit in memory.search("Where do I live?"):
-            print(hit.score, hit.item.text)
-
-Methods have ``MemoryOS``'s names and keyword arguments, less the acting user: the API key says
-who calls, so ``user_id=`` appears only where the SDK acts on another user (keys, sharing), and
-``me`` there means the caller.  The lifecycle and governance calls are here too (``transition``,
-``rollback``, ``as_of`` on ``get`` and ``search``, ``audit``, ``erase``, ``revoke``, ``grants``),
-and MemCube ``export``/``import_cube`` to and from a local ``.tar.gz``.  A time (``When``) is a
-datetime, an ISO 8601 string or epoch seconds; a naive one is UTC.
-
-Results are the core's dataclasses (``User``, ``Cube``, ``MemoryItem``, ``Version``, ``Hit``,
-``Context``, ``ChatReply``, ``Task``, ``Event``…).  A search hit's item carries the fields the API
-shows for hits (id, cube_id, text, type, tier, event_time, session_id, speaker, sources); its
-other fields are the dataclass defaults (``get`` fetches the whole item).  ``MemoryOS.stats`` has
-no JSON endpoint: ``metrics`` returns the Prometheus text, which holds the same counts.
-
-Errors, the ``memstrata.errors`` tree plus two leaves for what only a client meets::
-
-    MemstrataError
-    ├── ValidationError, Unauthenticated, NotFoundError, PermissionDenied, ConflictError, …
-    │                          an error response, by its ``code``: the class raised in process
-    ├── ResponseError          an error response with a code no class has (405, 413, 415, a 500
-    │                          bug, a proxy's page); ``status`` and ``code`` as received
-    └── ServerUnreachable (503) no answer: connection refused or broken, or the timeout passed
-
-Each carries the server's ``message`` and ``hint``.  The fields a subclass sets in process
-(``PermissionDenied.user_id``…) are not in a response and are not set.  Bad arguments found
-before sending (a filter the API cannot list by, a value JSON cannot carry) are a
-``ValidationError`` too.
-
-Thread safety: one ``Client`` may be shared by threads; each call is one request on the pool of
-its ``httpx.Client``, which is thread-safe (``wait`` without a timeout may make several).
-"""
+"""``Client``: ``MemoryOS``'s calls over the REST API (see the package docstring)."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
-from datetime import date, datetime
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypedDict, TypeVar
-from urllib.parse import quote
+from typing import Any
 
 import httpx
-import pydantic
 
-from memstrata.errors import MemCubeError, MemstrataError, ValidationError
+from memstrata.client.errors import ServerUnreachable, error_for, error_of, unreachable
+from memstrata.client.wire import (
+    LIST_FILTERS,
+    MAX_WAIT_S,
+    Health,
+    When,
+    context_from,
+    hit_from,
+    json_body,
+    key_from,
+    load_as,
+    path_segment,
+    save_stream,
+    sse_events,
+    time_param,
+)
+from memstrata.errors import MemCubeError, ValidationError
 from memstrata.model import (
     ApiKey,
     Cube,
@@ -71,160 +42,6 @@ from memstrata.model import (
 from memstrata.retrieval.pack import Context
 from memstrata.retrieval.prompt import ChatReply
 from memstrata.scheduler import Task, TaskStatus
-
-__all__ = ["Client", "Health", "ResponseError", "ServerUnreachable", "When"]
-
-T = TypeVar("T")
-#: A time as the API takes it: a datetime, an ISO 8601 string, or epoch seconds.
-When = datetime | str | float
-
-#: The longest ``/tasks/wait`` the server holds a request for, in seconds.
-MAX_WAIT_S = 60.0
-#: The filters ``GET /memories/{cube_id}`` lists by (query parameters).
-LIST_FILTERS = ("session_id", "tier", "type", "status")
-
-
-class ResponseError(MemstrataError):
-    """An error response whose ``code`` has no class in ``memstrata.errors``."""
-
-    def __init__(self, message: str, *, status: int, code: str, hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.status = status
-        self.code = code
-
-
-class ServerUnreachable(MemstrataError):
-    """The server did not answer: refused or broken connection, or no answer within the timeout."""
-
-    status = 503
-    code = "unreachable"
-
-
-#: An error ``code`` → the class raised in process: the first level of ``memstrata.errors``.
-_BY_CODE: dict[str, type[MemstrataError]] = {
-    cls.code: cls for cls in MemstrataError.__subclasses__() if cls.__module__ == "memstrata.errors"
-}
-
-
-def _error(status: int, code: str, message: str, hint: str | None) -> MemstrataError:
-    """The exception for an error response: its code's class, else ``ResponseError``."""
-    cls = _BY_CODE.get(code)
-    if cls is None:
-        return ResponseError(message, status=status, code=code, hint=hint)
-    # Subclasses such as PermissionDenied build their message from fields a response does not
-    # carry, so the instance is made without their __init__ (as errors.AdminRequired does).
-    error = cls.__new__(cls)
-    MemstrataError.__init__(error, message, hint=hint)
-    return error
-
-
-def _error_of(response: httpx.Response) -> MemstrataError:
-    """The exception for a 4xx/5xx response, in the API's shape or not (a proxy's page)."""
-    try:
-        detail = response.json()["error"]
-        return _error(response.status_code, detail["code"], detail["message"], detail.get("hint"))
-    except (ValueError, KeyError, TypeError):
-        text = " ".join(response.text.split())[:200]
-        return ResponseError(
-            f"HTTP {response.status_code} {response.reason_phrase}: {text}",
-            status=response.status_code,
-            code=f"http_{response.status_code}",
-        )
-
-
-class Health(TypedDict):
-    status: str
-    version: str
-
-
-#: One pydantic adapter per result type (building one is slow; using one is thread-safe).
-_ADAPTERS: dict[type[Any], pydantic.TypeAdapter[Any]] = {}
-
-
-def _load(kind: type[T], data: Any) -> T:
-    """``data`` (decoded JSON) as a ``kind`` dataclass; a body that does not fit is an error."""
-    try:
-        adapter = _ADAPTERS.get(kind) or _ADAPTERS.setdefault(kind, pydantic.TypeAdapter(kind))
-        loaded: T = adapter.validate_python(data)
-    except pydantic.ValidationError as exc:
-        raise ResponseError(
-            f"the server's answer is not a {kind.__name__}: {exc.errors()[0]['msg']}",
-            status=502,
-            code="bad_response",
-            hint="are the client and the server the same memstrata version?",
-        ) from exc
-    return loaded
-
-
-def _hit(data: dict[str, Any]) -> Hit:
-    shown = {name: value for name, value in data.items() if name != "score"}
-    return Hit(item=_load(MemoryItem, shown), score=float(data["score"]))
-
-
-def _context(data: dict[str, Any]) -> Context:
-    """``items`` is the recent turns, then the hits' items: the recent turns come first."""
-    hits = [_hit(h) for h in data["hits"]]
-    items = [_load(MemoryItem, i) for i in data["items"]]
-    return Context(
-        text=data["text"],
-        tokens=data["tokens"],
-        budget=data["budget"],
-        hits=hits,
-        recent=items[: len(items) - len(hits)],
-        profile=list(data["profile"]),
-    )
-
-
-def _key(data: dict[str, Any]) -> ApiKey:
-    """A key record; a new key's ``key`` is its ``secret``."""
-    record = {k: v for k, v in data.items() if k != "key"}
-    return replace(_load(ApiKey, record), secret=data.get("key"))
-
-
-def _jsonable(value: object) -> str:
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def _body(fields: Mapping[str, Any]) -> bytes:
-    """A JSON body of the fields that are not None (the server's defaults fill the rest)."""
-    given = {name: value for name, value in fields.items() if value is not None}
-    try:
-        return json.dumps(given, default=_jsonable, ensure_ascii=False, allow_nan=False).encode()
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"cannot send as JSON: {exc}") from exc
-
-
-def _time(value: When) -> str:
-    """A time for a query or body: ISO 8601 (naive means UTC, as the server reads it) or epoch
-    seconds."""
-    return value.isoformat() if isinstance(value, datetime) else str(value)
-
-
-def _segment(value: str) -> str:
-    """An id as one path segment (a '/' or '?' in it cannot change the path)."""
-    return quote(str(value), safe="")
-
-
-def _events(lines: Iterable[str]) -> Iterator[tuple[str, Any]]:
-    """Server-sent events as (event name, decoded JSON data) pairs."""
-    name, data = "message", []
-    for line in _ended(lines):
-        if line.startswith("event:"):
-            name = line[len("event:") :].strip()
-        elif line.startswith("data:"):
-            data.append(line[len("data:") :].removeprefix(" "))
-        elif not line:
-            if data:
-                yield name, json.loads("\n".join(data))
-            name, data = "message", []
-
-
-def _ended(lines: Iterable[str]) -> Iterator[str]:
-    """``lines`` and a blank line (which ends an event the stream left open)."""
-    yield from lines
-    yield ""
 
 
 class Client:
@@ -259,31 +76,31 @@ class Client:
     def create_user(self, user_id: str, name: str | None = None, role: str = "user") -> User:
         """Create a user (admin only); ``ConflictError`` if the id is taken."""
         body = {"user_id": user_id, "name": name, "role": role}
-        return _load(User, self._json("POST", "/users", body=body))
+        return load_as(User, self._json("POST", "/users", body=body))
 
     def list_users(self) -> list[User]:
         """Every user (admin only)."""
-        return [_load(User, u) for u in self._json("GET", "/users")]
+        return [load_as(User, u) for u in self._json("GET", "/users")]
 
     def me(self) -> User:
         """The user the API key belongs to."""
-        return _load(User, self._json("GET", "/users/me"))
+        return load_as(User, self._json("GET", "/users/me"))
 
     def create_key(self, user_id: str = "me", *, label: str | None = None) -> ApiKey:
         """A new API key for ``user_id`` (the caller, or anyone for an admin).
 
         ``secret`` is the key itself, shown only here.
         """
-        path = f"/users/{_segment(user_id)}/keys"
-        return _key(self._json("POST", path, body={"label": label}))
+        path = f"/users/{path_segment(user_id)}/keys"
+        return key_from(self._json("POST", path, body={"label": label}))
 
     def list_keys(self, user_id: str = "me") -> list[ApiKey]:
         """``user_id``'s keys, revoked ones with ``revoked_at``, without their secrets."""
-        return [_key(k) for k in self._json("GET", f"/users/{_segment(user_id)}/keys")]
+        return [key_from(k) for k in self._json("GET", f"/users/{path_segment(user_id)}/keys")]
 
     def revoke_key(self, user_id: str, key_id: str) -> None:
         """Revoke one of ``user_id``'s keys (``me``: the caller's); ``NotFoundError`` if none."""
-        self._request("DELETE", f"/users/{_segment(user_id)}/keys/{_segment(key_id)}")
+        self._request("DELETE", f"/users/{path_segment(user_id)}/keys/{path_segment(key_id)}")
 
     # -- cubes and grants --------------------------------------------------------------------
 
@@ -297,23 +114,25 @@ class Client:
     ) -> Cube:
         """Create a cube owned by the caller (tier ``settings``: defaults fill the rest)."""
         body = {"name": name, "cube_id": cube_id, "kind": kind, "settings": settings}
-        return _load(Cube, self._json("POST", "/mem_cubes", body=body))
+        return load_as(Cube, self._json("POST", "/mem_cubes", body=body))
 
     def list_cubes(self) -> list[Cube]:
         """The cubes the caller may read (owned or shared), oldest first."""
-        return [_load(Cube, c) for c in self._json("GET", "/mem_cubes")]
+        return [load_as(Cube, c) for c in self._json("GET", "/mem_cubes")]
 
     def get_cube(self, cube_id: str) -> Cube:
-        return _load(Cube, self._json("GET", f"/mem_cubes/{_segment(cube_id)}"))
+        return load_as(Cube, self._json("GET", f"/mem_cubes/{path_segment(cube_id)}"))
 
     def delete_cube(self, cube_id: str) -> int:
         """Delete a cube and all its memory (needs admin on it); returns the item count."""
-        return int(self._json("DELETE", f"/mem_cubes/{_segment(cube_id)}")["deleted_items"])
+        return int(self._json("DELETE", f"/mem_cubes/{path_segment(cube_id)}")["deleted_items"])
 
     def grant(self, cube_id: str, user_id: str, permission: str) -> Grant:
         """Give ``user_id`` ``permission`` (read, write, admin) on a cube (needs admin on it)."""
         body = {"user_id": user_id, "permission": permission}
-        return _load(Grant, self._json("POST", f"/mem_cubes/{_segment(cube_id)}/share", body=body))
+        return load_as(
+            Grant, self._json("POST", f"/mem_cubes/{path_segment(cube_id)}/share", body=body)
+        )
 
     def share(self, cube_id: str, user_id: str, permission: str = "read") -> Grant:
         """``grant`` under MemOS's name."""
@@ -321,12 +140,13 @@ class Client:
 
     def revoke(self, cube_id: str, user_id: str) -> None:
         """Take away ``user_id``'s grant (needs admin); ``NotFoundError`` if they hold none."""
-        self._request("DELETE", f"/mem_cubes/{_segment(cube_id)}/share/{_segment(user_id)}")
+        self._request("DELETE", f"/mem_cubes/{path_segment(cube_id)}/share/{path_segment(user_id)}")
 
     def grants(self, cube_id: str) -> list[Grant]:
         """Who holds what on a cube, the owner included, oldest first (needs admin)."""
         return [
-            _load(Grant, g) for g in self._json("GET", f"/mem_cubes/{_segment(cube_id)}/grants")
+            load_as(Grant, g)
+            for g in self._json("GET", f"/mem_cubes/{path_segment(cube_id)}/grants")
         ]
 
     def export(self, cube_id: str, path: str | os.PathLike[str]) -> Path:
@@ -337,11 +157,11 @@ class Client:
         target = Path(path)
         if target.exists():
             raise MemCubeError(f"{target} exists", hint="export to a new file")
-        response = self._request("POST", f"/mem_cubes/{_segment(cube_id)}/export", stream=True)
+        response = self._request("POST", f"/mem_cubes/{path_segment(cube_id)}/export", stream=True)
         try:
-            _save(response, target)
+            save_stream(response, target)
         except httpx.TransportError as exc:
-            raise _unreachable("POST", response.request.url, exc) from exc
+            raise unreachable("POST", response.request.url, exc) from exc
         finally:
             response.close()
         return target
@@ -364,7 +184,7 @@ class Client:
         with Path(path).open("rb") as archive:
             files = {"file": (Path(path).name, archive, "application/gzip")}
             response = self._request("POST", "/mem_cubes/import", data=fields, files=files)
-        return _load(Cube, response.json())
+        return load_as(Cube, response.json())
 
     # -- items -------------------------------------------------------------------------------
 
@@ -422,15 +242,15 @@ class Client:
         for name, value in (filters or {}).items():
             values = [value] if isinstance(value, str) else value
             params.extend((name, v) for v in values)
-        items = self._json("GET", f"/memories/{_segment(cube_id)}", params=params)
-        return [_load(MemoryItem, i) for i in items]
+        items = self._json("GET", f"/memories/{path_segment(cube_id)}", params=params)
+        return [load_as(MemoryItem, i) for i in items]
 
     def get(self, item_id: str, *, cube_id: str, as_of: When | None = None) -> MemoryItem:
         """The current version of an item (deleted ones too, with status ``deleted``); with
         ``as_of`` (a past time), the version current then (``NotFoundError`` if none yet)."""
-        params = {} if as_of is None else {"as_of": _time(as_of)}
+        params = {} if as_of is None else {"as_of": time_param(as_of)}
         item = self._json("GET", self._item_path(cube_id, item_id), params=params)
-        return _load(MemoryItem, item)
+        return load_as(MemoryItem, item)
 
     def update(
         self,
@@ -443,18 +263,18 @@ class Client:
     ) -> MemoryItem:
         """Write a new version with new ``text`` and/or ``metadata``; returns it."""
         body = {"text": text, "metadata": metadata, "reason": reason}
-        return _load(MemoryItem, self._json("PUT", self._item_path(cube_id, item_id), body=body))
+        return load_as(MemoryItem, self._json("PUT", self._item_path(cube_id, item_id), body=body))
 
     def delete(self, item_id: str, *, cube_id: str, reason: str | None = None) -> MemoryItem:
         """Soft-delete: status ``deleted``, out of search, history kept.  Idempotent."""
         params = {} if reason is None else {"reason": reason}
         path = self._item_path(cube_id, item_id)
-        return _load(MemoryItem, self._json("DELETE", path, params=params))
+        return load_as(MemoryItem, self._json("DELETE", path, params=params))
 
     def history(self, item_id: str, *, cube_id: str) -> list[Version]:
         """Every version of an item, oldest first."""
         versions = self._json("GET", self._item_path(cube_id, item_id) + "/history")
-        return [_load(Version, v) for v in versions]
+        return [load_as(Version, v) for v in versions]
 
     # -- lifecycle and governance ------------------------------------------------------------
 
@@ -464,7 +284,7 @@ class Client:
         """Move an item to another lifecycle state (needs write); an illegal move is a
         ``ConflictError`` whose hint names the legal ones."""
         path = self._item_path(cube_id, item_id) + "/transition"
-        return _load(MemoryItem, self._json("POST", path, body={"to": to, "reason": reason}))
+        return load_as(MemoryItem, self._json("POST", path, body={"to": to, "reason": reason}))
 
     def rollback(
         self, item_id: str, version: int, *, cube_id: str, reason: str | None = None
@@ -472,7 +292,7 @@ class Client:
         """Write a new version equal to ``version`` of the item (needs write); returns it."""
         body = {"version": version, "reason": reason}
         path = self._item_path(cube_id, item_id) + "/rollback"
-        return _load(MemoryItem, self._json("POST", path, body=body))
+        return load_as(MemoryItem, self._json("POST", path, body=body))
 
     def erase(
         self,
@@ -504,8 +324,8 @@ class Client:
         given = {"cube_id": cube_id, "item_id": item_id, "limit": limit}
         params = {name: value for name, value in given.items() if value is not None}
         if since is not None:
-            params["since"] = _time(since)
-        return [_load(Event, e) for e in self._json("GET", "/audit", params=params)]
+            params["since"] = time_param(since)
+        return [load_as(Event, e) for e in self._json("GET", "/audit", params=params)]
 
     # -- reading memory ----------------------------------------------------------------------
 
@@ -526,9 +346,9 @@ class Client:
         """
         body = {
             "query": query, "cube_ids": cube_ids, "top_k": top_k, "filters": filters,
-            "include": include, "as_of": None if as_of is None else _time(as_of),
+            "include": include, "as_of": None if as_of is None else time_param(as_of),
         }  # fmt: skip
-        return [_hit(h) for h in self._json("POST", "/search", body=body)["hits"]]
+        return [hit_from(h) for h in self._json("POST", "/search", body=body)["hits"]]
 
     def context(
         self,
@@ -547,7 +367,7 @@ class Client:
             "session_id": session_id, "filters": filters, "expand_sources": expand_sources,
             "chain": chain,
         }  # fmt: skip
-        return _context(self._json("POST", "/context", body=body))
+        return context_from(self._json("POST", "/context", body=body))
 
     def chat(
         self,
@@ -564,7 +384,7 @@ class Client:
         """
         body = self._chat_body(query, cube_id, session_id, budget_tokens, max_tokens)
         reply = self._json("POST", "/chat", body=body)
-        context = None if reply["context"] is None else _context(reply["context"])
+        context = None if reply["context"] is None else context_from(reply["context"])
         return ChatReply(answer=reply["answer"], ids=list(reply["ids"]), context=context)
 
     def chat_stream(
@@ -590,7 +410,7 @@ class Client:
         """The caller's current profile attributes in ``cube_id`` (or every readable cube)."""
         params = {} if cube_id is None else {"cube_id": cube_id}
         found = self._json("GET", "/users/me/profile", params=params)
-        return [_load(ProfileAttribute, a) for a in found]
+        return [load_as(ProfileAttribute, a) for a in found]
 
     # -- running the service -----------------------------------------------------------------
 
@@ -600,7 +420,7 @@ class Client:
         """Recent background tasks (newest first) of ``cube_id``, or of every readable cube."""
         given = {"cube_id": cube_id, "status": status, "limit": limit}
         params = {name: value for name, value in given.items() if value is not None}
-        return [_load(Task, t) for t in self._json("GET", "/tasks", params=params)]
+        return [load_as(Task, t) for t in self._json("GET", "/tasks", params=params)]
 
     def wait(self, cube_id: str | None = None, timeout: float | None = None) -> bool:
         """Block until ``cube_id`` (default: every cube the caller may read) has no outstanding
@@ -646,7 +466,7 @@ class Client:
         ``timeout`` is added to the client's; a ``stream`` response is left open on success.
         """
         if body is not None:
-            options["content"] = _body(body)
+            options["content"] = json_body(body)
             options["headers"] = {"Content-Type": "application/json"}
         request = self._http.build_request(method, path, timeout=self.timeout + timeout, **options)
         try:
@@ -654,10 +474,10 @@ class Client:
             if response.is_error and stream:
                 response.read()
         except httpx.TransportError as exc:
-            raise _unreachable(method, request.url, exc) from exc
+            raise unreachable(method, request.url, exc) from exc
         if response.is_error:
             response.close()
-            raise _error_of(response)
+            raise error_of(response)
         return response
 
     def _json(self, method: str, path: str, **options: Any) -> Any:
@@ -665,7 +485,7 @@ class Client:
 
     @staticmethod
     def _item_path(cube_id: str, item_id: str) -> str:
-        return f"/memories/{_segment(cube_id)}/{_segment(item_id)}"
+        return f"/memories/{path_segment(cube_id)}/{path_segment(item_id)}"
 
     @staticmethod
     def _chat_body(
@@ -680,36 +500,16 @@ class Client:
     def _pieces(response: httpx.Response) -> Iterator[str]:
         """The ``delta`` texts of a ``/chat/stream`` response; an ``error`` event raises."""
         try:
-            for name, data in _events(response.iter_lines()):
+            for name, data in sse_events(response.iter_lines()):
                 if name == "delta":
                     yield str(data["text"])
                 elif name == "error":
                     detail = data["error"]
-                    raise _error(502, detail["code"], detail["message"], detail.get("hint"))
+                    raise error_for(502, detail["code"], detail["message"], detail.get("hint"))
                 elif name == "done":
                     return
         except httpx.TransportError as exc:
-            raise _unreachable("POST", response.request.url, exc) from exc
+            raise unreachable("POST", response.request.url, exc) from exc
         finally:  # at the end, on an error, or when the caller closes the iterator early
             response.close()
         raise ServerUnreachable("the answer stream ended before its done event")
-
-
-def _save(response: httpx.Response, target: Path) -> None:
-    """Write a streamed response's body to the new file ``target``; nothing is left on failure."""
-    archive = target.open("xb")  # FileExistsError if it appeared meanwhile: not ours to remove
-    try:
-        with archive:
-            for piece in response.iter_bytes():
-                archive.write(piece)
-    except BaseException:
-        target.unlink(missing_ok=True)
-        raise
-
-
-def _unreachable(method: str, url: httpx.URL, exc: httpx.TransportError) -> ServerUnreachable:
-    what = "did not answer in time" if isinstance(exc, httpx.TimeoutException) else "failed"
-    return ServerUnreachable(
-        f"{method} {url} {what} ({type(exc).__name__}: {exc})",
-        hint="is the server running (memstrata serve), and is the URL right?",
-    )
