@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from memstrata.errors import AlreadyExists, ConflictError, ItemNotFound, StorageError
-from memstrata.model import Cube, Grant, MemoryItem, User, new_id
+from memstrata.model import Cube, Grant, MemoryItem, Source, User, new_id
 from memstrata.retrieval.filters import Filters
 from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore
@@ -280,3 +280,14 @@ def test_next_turns_follow_each_session_in_time_order(store: Store) -> None:
     following = store.next_turns("c1", [ids[0], ids[1], ids[2], ids[3], ids[4]])
     assert following == {ids[0]: ids[2], ids[2]: ids[3]}
     assert store.next_turns("c1", []) == {}
+
+
+def test_a_list_that_grows_at_its_end_is_recorded_as_what_was_added(store: Store) -> None:
+    """A segment gaining a page must not write its whole page list into the event again."""
+    first = item("segment", sources=[Source(item_id="p1")])
+    add(store, (first, unit(0)))
+    grown = replace(first, sources=[Source(item_id="p1"), Source(item_id="p2")], text="seg 2")
+    store.update_item(grown, None, op="update", actor="u1")
+    update = store.events(item_id=first.id)[-1]
+    assert update.before == {"text": "segment"}
+    assert update.after == {"text": "seg 2", "sources+": [{"item_id": "p2"}]}
