@@ -21,7 +21,14 @@ from datetime import datetime
 from typing import Any
 
 from memstrata.errors import ValidationError
-from memstrata.model import ITEM_TYPES, SEARCHABLE_STATUSES, STATUSES, TIERS, parse_time
+from memstrata.model import (
+    ITEM_TYPES,
+    SEARCHABLE_STATUSES,
+    STATUSES,
+    TIERS,
+    MemoryItem,
+    parse_time,
+)
 
 Scalar = str | int | float | bool | None
 _KEYS = ("session_id", "tier", "type", "status", "since", "until", "metadata")
@@ -36,6 +43,18 @@ class Filters:
     since: datetime | None = None
     until: datetime | None = None
     metadata: Mapping[str, Scalar] = field(default_factory=dict)
+
+    def matches(self, item: MemoryItem) -> bool:
+        """Whether ``item`` passes these filters (the stores' rule, checked in memory)."""
+        return (
+            (self.session_id is None or item.session_id == self.session_id)
+            and (self.tiers is None or item.tier in self.tiers)
+            and (self.types is None or item.type in self.types)
+            and item.status in self.statuses
+            and (self.since is None or item.event_time >= self.since)
+            and (self.until is None or item.event_time <= self.until)
+            and all(item.metadata.get(k) == v for k, v in self.metadata.items())
+        )
 
 
 def parse_filters(value: Filters | Mapping[str, Any] | None) -> Filters:
