@@ -9,7 +9,9 @@ for every question of categories 1–4 with evidence, it measures:
   within N tokens (words × 1.3); a derived item (a segment summary) does not count for its
   sources — ``recall_src@Ntok`` is the variant where it does;
 * ``answer_in_context``: the gold answer string in the 1000-token context (answers of at most
-  four words only); ``tokens_per_query`` of that context; query latency p50/p95; ingest turns/s.
+  four words only); ``tokens_per_query`` of that context; query latency p50/p95; ingest turns/s;
+* with an LLM (``evaluate(..., llm=...)``): ``f1`` and ``bleu1`` of the model's answer from the
+  1000-token context against the gold answer (``eval.answers``).
 
 Results are per category (official mapping: 1 multi-hop, 2 temporal, 3 open-domain,
 4 single-hop) and overall.  LoCoMo is CC BY-NC: read it where it lies, never copy it.
@@ -18,6 +20,7 @@ Results are per category (official mapping: 1 multi-hop, 2 temporal, 3 open-doma
 from __future__ import annotations
 
 import json
+import logging
 import re
 import statistics
 import tempfile
@@ -28,8 +31,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memstrata.errors import LLMError
+from memstrata.eval import answers
+from memstrata.llm.base import LLM
 from memstrata.retrieval.pack import Context
 from memstrata.system import MemoryOS
+
+log = logging.getLogger(__name__)
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (1, 5, 10, 20)
@@ -102,64 +110,100 @@ def evaluate(
     data: list[dict[str, Any]],
     open_memory: Callable[[str], MemoryOS],
     cube_settings: dict[str, Any] | None = None,
+    llm: LLM | None = None,
 ) -> dict[str, Any]:
     """Run the harness; ``open_memory(path)`` opens a fresh MemoryOS for one conversation.
 
     Each conversation's cube gets ``cube_settings``; questions are asked once the background
-    work of its ingest is done (``MemoryOS.wait``).
+    work of its ingest is done (``MemoryOS.wait``).  With ``llm``, each question is also
+    answered from its 1000-token context and scored (``f1``, ``bleu1``; a failed call scores 0
+    and is counted in ``llm_errors``).
     """
-    tally, latencies, tokens = Tally(), [], []
-    turns, ingest_s = 0, 0.0
+    run = _Run(llm, cube_settings)
     for sample in data:
         with (
             tempfile.TemporaryDirectory() as folder,
             open_memory(str(Path(folder) / "locomo.db")) as mos,
         ):
-            mos.create_user("eval")
-            cube = mos.create_cube(
-                sample["sample_id"], owner="eval", settings=cube_settings
-            ).cube_id
-            external: dict[str, str] = {}
-            start = time.perf_counter()
-            for session_id, messages in sessions(sample["conversation"]):
-                ids = mos.add(messages, user_id="eval", cube_id=cube, session_id=session_id)
-                external.update(zip(ids, (m["id"] for m in messages), strict=True))
-                turns += len(messages)
-            mos.wait(cube)
-            ingest_s += time.perf_counter() - start
+            external = run.ingest(mos, sample)
             for qa in sample["qa"]:
-                gold = evidence(qa)
-                if qa["category"] not in CATEGORIES or not gold:
-                    continue
-                groups = ("overall", CATEGORIES[qa["category"]])
-                t0 = time.perf_counter()
-                hits = mos.search(qa["question"], user_id="eval", top_k=max(KS))
-                packed = {b: mos.context(qa["question"], user_id="eval", budget_tokens=b)
-                          for b in BUDGETS}  # fmt: skip
-                latencies.append((time.perf_counter() - t0) / (1 + len(BUDGETS)))
-                ranked = [h.item.external_id for h in hits]
-                marks = {f"recall@{k}": gold <= set(ranked[:k]) for k in KS}
-                for b, ctx in packed.items():
-                    marks[f"recall@{b}tok"] = gold <= _context_ids(ctx, False, external)
-                    marks[f"recall_src@{b}tok"] = gold <= _context_ids(ctx, True, external)
-                answer = str(qa.get("answer", ""))
-                if answer and len(answer.split()) <= SHORT_ANSWER_WORDS:
-                    found = answer.lower() in packed[1000].text.lower()
-                    for group in groups:
-                        tally.add(group, "answer_in_context", float(found))
-                tokens.append(packed[1000].tokens)
-                for group in groups:
-                    for metric, ok in marks.items():
-                        tally.add(group, metric, float(ok))
-    summary = tally.summary()
-    overall = summary.pop("overall")
-    overall |= {
-        "tokens_per_query": round(statistics.fmean(tokens), 1),
-        "ingest_turns_per_s": round(turns / ingest_s, 1),
-        "query_ms_p50": round(1000 * statistics.median(latencies), 1),
-        "query_ms_p95": round(1000 * _p95(latencies), 1),
-    }
-    return {"overall": overall, "by_category": summary}
+                if qa["category"] in CATEGORIES and evidence(qa):
+                    run.ask(mos, qa, external)
+    return run.result()
+
+
+@dataclass
+class _Run:
+    """The state of one harness run: the tally and the timings."""
+
+    llm: LLM | None
+    settings: dict[str, Any] | None
+    tally: Tally = field(default_factory=Tally)
+    latencies: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    turns: int = 0
+    ingest_s: float = 0.0
+    llm_errors: int = 0
+
+    def ingest(self, mos: MemoryOS, sample: dict[str, Any]) -> dict[str, str]:
+        """Add a sample's sessions to a new cube; returns item id → dia_id."""
+        mos.create_user("eval")
+        cube = mos.create_cube(sample["sample_id"], owner="eval", settings=self.settings).cube_id
+        external: dict[str, str] = {}
+        start = time.perf_counter()
+        for session_id, messages in sessions(sample["conversation"]):
+            ids = mos.add(messages, user_id="eval", cube_id=cube, session_id=session_id)
+            external.update(zip(ids, (m["id"] for m in messages), strict=True))
+            self.turns += len(messages)
+        mos.wait(cube)
+        self.ingest_s += time.perf_counter() - start
+        return external
+
+    def ask(self, mos: MemoryOS, qa: dict[str, Any], external: dict[str, str]) -> None:
+        """Ask one question and tally its marks under ``overall`` and its category."""
+        gold = evidence(qa)
+        t0 = time.perf_counter()
+        hits = mos.search(qa["question"], user_id="eval", top_k=max(KS))
+        packed = {b: mos.context(qa["question"], user_id="eval", budget_tokens=b)
+                  for b in BUDGETS}  # fmt: skip
+        self.latencies.append((time.perf_counter() - t0) / (1 + len(BUDGETS)))
+        ranked = [h.item.external_id for h in hits]
+        marks = {f"recall@{k}": float(gold <= set(ranked[:k])) for k in KS}
+        for b, ctx in packed.items():
+            marks[f"recall@{b}tok"] = float(gold <= _context_ids(ctx, False, external))
+            marks[f"recall_src@{b}tok"] = float(gold <= _context_ids(ctx, True, external))
+        answer = str(qa.get("answer", ""))
+        if answer and len(answer.split()) <= SHORT_ANSWER_WORDS:
+            marks["answer_in_context"] = float(answer.lower() in packed[1000].text.lower())
+        if self.llm is not None:
+            marks |= self._scores(self.llm, qa["question"], answer, packed[1000].text)
+        self.tokens.append(packed[1000].tokens)
+        for group in ("overall", CATEGORIES[qa["category"]]):
+            for metric, value in marks.items():
+                self.tally.add(group, metric, value)
+
+    def _scores(self, llm: LLM, question: str, gold: str, context: str) -> dict[str, float]:
+        """F1 and BLEU-1 of the model's answer from ``context``."""
+        try:
+            said = answers.answer(llm, question, context)
+        except LLMError as exc:
+            log.warning("answering %r failed: %s", question, exc)
+            self.llm_errors += 1
+            said = ""
+        return {"f1": answers.f1(said, gold), "bleu1": answers.bleu1(said, gold)}
+
+    def result(self) -> dict[str, Any]:
+        summary = self.tally.summary()
+        overall: dict[str, Any] = dict(summary.pop("overall"))
+        overall |= {
+            "tokens_per_query": round(statistics.fmean(self.tokens), 1),
+            "ingest_turns_per_s": round(self.turns / self.ingest_s, 1),
+            "query_ms_p50": round(1000 * statistics.median(self.latencies), 1),
+            "query_ms_p95": round(1000 * _p95(self.latencies), 1),
+        }
+        if self.llm is not None:
+            overall |= {"llm_model": self.llm.model, "llm_errors": self.llm_errors}
+        return {"overall": overall, "by_category": summary}
 
 
 def _p95(values: list[float]) -> float:
@@ -171,6 +215,7 @@ def table(result: dict[str, Any]) -> list[str]:
     metrics = [f"recall@{k}" for k in KS] + [f"recall@{b}tok" for b in BUDGETS]
     metrics += [f"recall_src@{b}tok" for b in BUDGETS] + ["answer_in_context"]
     groups = {"overall": result["overall"], **result["by_category"]}
+    metrics += [m for m in ("f1", "bleu1") if m in result["overall"]]
     lines = ["group        n    " + " ".join(f"{m:>17}" for m in metrics)]
     for name, values in groups.items():
         cells = " ".join(f"{values.get(m, float('nan')):>17.3f}" for m in metrics)
@@ -180,4 +225,7 @@ def table(result: dict[str, Any]) -> list[str]:
         f"tokens/query {o['tokens_per_query']}  ingest {o['ingest_turns_per_s']} turns/s  "
         f"query p50 {o['query_ms_p50']} ms p95 {o['query_ms_p95']} ms"
     )
+    if "llm_model" in o:
+        lines.append(f"answers by {o['llm_model']} from the 1000-token context; "
+                     f"failed calls (scored 0): {o['llm_errors']}")  # fmt: skip
     return lines
