@@ -37,7 +37,8 @@ Printed as a table; ``--out`` writes them as JSON.  The exit status is 1 when an
 
 With no pause each client sends its next request as soon as the last is answered, so the
 latency is what the server's queue makes it: about clients / throughput (Little's law).  Use
-``--think`` to model agents that pause between calls.
+``--think`` to model agents that pause between calls (each pause is drawn from 0.5-1.5 times it,
+and each client starts at a random point of its first pause, so arrivals are spread out).
 """
 
 from __future__ import annotations
@@ -244,6 +245,10 @@ async def one_client(
     rng = random.Random(SEED + n)
     turns = conversation(SEED + 1000 + n)
     adds, searches = args.mix
+    # Agents are not in lockstep: each starts at a random point of its first pause, and each
+    # pause is drawn from 0.5-1.5 x --think (else 50 clients would arrive as one burst forever).
+    if args.think:
+        await asyncio.sleep(rng.uniform(0, args.think))
     while time.perf_counter() < deadline:
         if rng.random() < adds / (adds + searches):
             op, path = "add", "/memories"
@@ -256,7 +261,7 @@ async def one_client(
             body = {"query": rng.choice(asked), "top_k": args.top_k}
         await request(http, op, path, body, samples)
         if args.think:
-            await asyncio.sleep(args.think)
+            await asyncio.sleep(rng.uniform(0.5, 1.5) * args.think)
 
 
 async def request(

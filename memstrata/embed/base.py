@@ -24,6 +24,7 @@ import importlib
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from types import ModuleType
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -128,6 +129,41 @@ def import_backend(module: str, extra: str | None) -> ModuleType:
         ) from exc
 
 
+#: ``embed_passages`` calls with at most this many texts go before larger ones.
+URGENT_TEXTS = 4
+
+
+class _UrgentFirstLock:
+    """A lock that urgent holders (queries, small adds) take before waiting bulk holders.
+
+    The engine runs one batch at a time.  With a plain lock a query could wait behind every
+    batch of a background promotion or a bulk ingest (a 32-text e5 batch holds it ~0.4 s);
+    here a waiting query goes next, and bulk work resumes when no urgent caller waits.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy = False
+        self._urgent_waiting = 0
+
+    @contextmanager
+    def hold(self, urgent: bool) -> Iterator[None]:
+        with self._cond:
+            self._urgent_waiting += urgent
+            try:
+                while self._busy or (not urgent and self._urgent_waiting):
+                    self._cond.wait()
+            finally:
+                self._urgent_waiting -= urgent
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+
+
 class LocalEmbedder(ABC, Generic[EngineT]):
     """Shared machinery of the in-process embedders: lazy loading, one lock, batching, L2 norm.
 
@@ -146,7 +182,7 @@ class LocalEmbedder(ABC, Generic[EngineT]):
     def __init__(self, settings: Settings) -> None:
         self._threads = settings.embed_threads
         self._batch_size = settings.embed_batch_size
-        self._lock = threading.Lock()
+        self._lock = _UrgentFirstLock()
         self._engine: EngineT | None = None
 
     @property
@@ -157,16 +193,22 @@ class LocalEmbedder(ABC, Generic[EngineT]):
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         """``(len(texts), dim)`` unit-norm float32 rows in input order (see the module contract)."""
         items = check_texts(texts)
-        parts = [self._run(batch, query=False) for batch in batched(items, self._batch_size)]
+        # A few texts are someone's add, waiting; many are bulk or background work, which gives
+        # way to them and to queries between batches (see ``_UrgentFirstLock``).
+        urgent = len(items) <= URGENT_TEXTS
+        parts = [
+            self._run(batch, query=False, urgent=urgent)
+            for batch in batched(items, self._batch_size)
+        ]
         return concat_rows(parts, self.dim)
 
     def embed_query(self, text: str) -> Vectors:
         """``(dim,)`` unit-norm float32 vector for a search query."""
-        vector: Vectors = self._run(check_texts([text]), query=True)[0]
+        vector: Vectors = self._run(check_texts([text]), query=True, urgent=True)[0]
         return vector
 
-    def _run(self, texts: Sequence[str], *, query: bool) -> Vectors:
-        with self._lock:
+    def _run(self, texts: Sequence[str], *, query: bool, urgent: bool) -> Vectors:
+        with self._lock.hold(urgent):
             try:
                 if self._engine is None:
                     self._engine = self._load()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,7 +16,7 @@ from werkzeug import Request, Response
 
 from memstrata.config import Settings
 from memstrata.embed import EMBEDDERS, Embedder, fingerprint, make_embedder
-from memstrata.embed.base import batched, check_texts
+from memstrata.embed.base import _UrgentFirstLock, batched, check_texts
 from memstrata.embed.openai import OpenAIEmbedder
 from memstrata.errors import ConfigurationError, EmbeddingError, ValidationError
 
@@ -285,3 +287,31 @@ def test_openai_unreachable_is_embedding_error() -> None:
         embedder.embed_query("hello")
     assert "http://127.0.0.1:9/v1/embeddings" in str(caught.value)
     assert API_KEY not in str(caught.value)
+
+
+def test_a_waiting_query_goes_before_waiting_bulk_work() -> None:
+    """While bulk work holds the engine, a query that arrives is served before more bulk work."""
+    lock, order = _UrgentFirstLock(), []
+    release = threading.Event()
+
+    def holder() -> None:
+        with lock.hold(urgent=False):
+            release.wait(5)
+
+    def taker(name: str, urgent: bool) -> None:
+        with lock.hold(urgent=urgent):
+            order.append(name)
+
+    first = threading.Thread(target=holder)
+    first.start()
+    time.sleep(0.05)
+    bulk = threading.Thread(target=taker, args=("bulk", False))
+    bulk.start()
+    time.sleep(0.05)  # the bulk batch is waiting before the query arrives
+    query = threading.Thread(target=taker, args=("query", True))
+    query.start()
+    time.sleep(0.05)
+    release.set()
+    for t in (first, bulk, query):
+        t.join(5)
+    assert order == ["query", "bulk"]
