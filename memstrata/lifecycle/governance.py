@@ -51,9 +51,11 @@ class Governance(MemoryCore):
         ``cube_id`` or ``item_id``).  Erased content is absent from the events' payloads.
         """
         user = self.get_user(by)
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise ValidationError(f"limit must be an integer from 1 to {MAX_AUDIT_LIMIT}")
-        if not 1 <= limit <= MAX_AUDIT_LIMIT:
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 1 <= limit <= MAX_AUDIT_LIMIT
+        ):
             raise ValidationError(f"limit must be an integer from 1 to {MAX_AUDIT_LIMIT}")
         at = None if since is None else parse_time(since, "since")
         if user.role == "admin":  # administrators read every event, grant or not
