@@ -72,9 +72,9 @@ def item_from_dict(row: dict[str, Any] | Any) -> MemoryItem:
         role=get("role"),
         speaker=get("speaker"),
         key=get("key"),
-        keywords=json.loads(get("keywords")),
-        tags=json.loads(get("tags")),
-        metadata=json.loads(get("metadata")),
+        keywords=_loads(get("keywords")),
+        tags=_loads(get("tags")),
+        metadata=_loads(get("metadata")),
         external_id=get("external_id"),
         event_time=to_datetime(get("event_time")),
         created_at=to_datetime(get("created_at")),
@@ -87,10 +87,27 @@ def item_from_dict(row: dict[str, Any] | Any) -> MemoryItem:
         access_count=get("access_count"),
         last_accessed_at=from_epoch(get("last_accessed_at")),
         heat=get("heat"),
-        sources=[Source.from_dict(s) for s in json.loads(get("sources"))],
-        # absent from version snapshots written before schema 2; on a sqlite3.Row, "in" tests values
-        segment_id=get("segment_id") if "segment_id" in row.keys() else None,  # noqa: SIM118
+        sources=[Source.from_dict(s) for s in _loads(get("sources"))],
+        segment_id=_segment_id(get),
     )
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``, without the parser for the empty list and object most rows hold."""
+    if text == "[]":
+        return []
+    if text == "{}":
+        return {}
+    return json.loads(text)
+
+
+def _segment_id(get: Any) -> str | None:
+    """The page's segment; absent from version snapshots written before schema 2."""
+    try:
+        value: str | None = get("segment_id")
+    except (KeyError, IndexError):  # a dict says KeyError, a sqlite3.Row IndexError
+        return None
+    return value
 
 
 def to_datetime(seconds: float) -> datetime:
