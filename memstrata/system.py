@@ -61,10 +61,6 @@ __all__ = ["MAX_AUDIT_LIMIT", "MAX_BUDGET", "MAX_TOP_K", "MemoryOS"]
 log = logging.getLogger("memstrata")
 _DEFAULT_EMBEDDER = "e5"
 MAX_BUDGET = 1_000_000
-#: Seconds a cube's consolidation waits after an add, so that a burst of adds shares one task.
-CONSOLIDATE_DELAY_S = 1.0
-#: Seconds between writes of read counts (segment visits).
-READS_FLUSH_S = 5.0
 
 
 class MemoryOS(Principals, Governance, Closing):
@@ -86,7 +82,7 @@ class MemoryOS(Principals, Governance, Closing):
         self.embedder = embedder
         self.settings = settings
         self._owns_embedder = owns_embedder
-        #: the chat model of the ``llm`` reader (None: the offline reader); owned and closed here
+        #: the chat model (chat, and the ``llm`` reader when chosen); None without one; closed here
         self.llm = llm
         self._record_usage = record_usage
         self._llm_usage = llm_usage

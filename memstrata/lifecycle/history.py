@@ -22,8 +22,7 @@ from memstrata.config import Settings
 from memstrata.embed import Embedder
 from memstrata.model import Hit, MemoryItem
 from memstrata.retrieval.filters import Filters
-from memstrata.retrieval.fusion import reciprocal_rank_fusion
-from memstrata.retrieval.search import embedding_text
+from memstrata.retrieval.search import candidate_width, embedding_text, fuse_channels
 from memstrata.retrieval.text import query_terms, terms
 from memstrata.store.base import Store
 
@@ -44,31 +43,16 @@ def search_as_of(
     """The ``top_k`` best items for ``query`` among ``cube_ids`` as they stood at ``at``."""
     items = [
         item for cube_id in cube_ids for item in store.items_as_of(cube_id, at)
-        if _passes(filters, item)
+        if filters.matches(item)
     ]  # fmt: skip
     if not items:
         return []
-    width = max(settings.search_candidates, 2 * top_k)
-    channels = {
-        "keyword": _bm25(query, items)[:width],
-        "dense": _dense(store, embedder, query, items)[:width],
-    }
-    weights = {"keyword": settings.keyword_weight, "dense": settings.dense_weight}
-    fused = reciprocal_rank_fusion(channels, weights, settings.rrf_k)[:top_k]
+    width = candidate_width(settings, top_k)
+    keyword = _bm25(query, items)[:width]
+    dense = _dense(store, embedder, query, items)[:width]
+    fused = fuse_channels(keyword, dense, settings)[:top_k]
     by_id = {item.id: item for item in items}
     return [Hit(by_id[i], score, ranks) for i, score, ranks in fused]
-
-
-def _passes(filters: Filters, item: MemoryItem) -> bool:
-    return (
-        item.status in filters.statuses
-        and (filters.session_id is None or item.session_id == filters.session_id)
-        and (filters.tiers is None or item.tier in filters.tiers)
-        and (filters.types is None or item.type in filters.types)
-        and (filters.since is None or item.event_time >= filters.since)
-        and (filters.until is None or item.event_time <= filters.until)
-        and all(item.metadata.get(k) == v for k, v in filters.metadata.items())
-    )
 
 
 def _bm25(query: str, items: list[MemoryItem]) -> list[tuple[str, float]]:

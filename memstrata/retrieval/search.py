@@ -9,8 +9,22 @@ from memstrata.embed.base import Embedder
 from memstrata.model import Hit, MemoryItem
 from memstrata.retrieval.decompose import decompose, interleave
 from memstrata.retrieval.filters import Filters
-from memstrata.retrieval.fusion import reciprocal_rank_fusion
+from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
 from memstrata.store.base import Store
+
+
+def candidate_width(settings: Settings, top_k: int) -> int:
+    """How many candidates each channel contributes before fusion."""
+    return max(settings.search_candidates, 2 * top_k)
+
+
+def fuse_channels(
+    keyword: Sequence[tuple[str, float]], dense: Sequence[tuple[str, float]], settings: Settings
+) -> list[Fused]:
+    """The keyword and dense rankings fused by weighted RRF (``rrf_k`` and the two weights)."""
+    channels = {"keyword": keyword, "dense": dense}
+    weights = {"keyword": settings.keyword_weight, "dense": settings.dense_weight}
+    return reciprocal_rank_fusion(channels, weights, settings.rrf_k)
 
 
 def embedding_text(item: MemoryItem) -> str:
@@ -62,13 +76,12 @@ def _search_one(
     top_k: int,
     neighbour_weight: float,
 ) -> list[Hit]:
-    width = max(settings.search_candidates, 2 * top_k)
-    channels = {
-        "keyword": store.keyword_search(query, cube_ids, filters, width),
-        "dense": store.vector_search(embedder.embed_query(query), cube_ids, filters, width),
-    }
-    weights = {"keyword": settings.keyword_weight, "dense": settings.dense_weight}
-    fused = reciprocal_rank_fusion(channels, weights, settings.rrf_k)
+    width = candidate_width(settings, top_k)
+    fused = fuse_channels(
+        store.keyword_search(query, cube_ids, filters, width),
+        store.vector_search(embedder.embed_query(query), cube_ids, filters, width),
+        settings,
+    )
     items = {item.id: item for item in store.get_items([item_id for item_id, _, _ in fused])}
     hits = [Hit(items[i], score, ranks) for i, score, ranks in fused if i in items]
     if neighbour_weight > 0:
