@@ -75,7 +75,7 @@ import numpy as np
 from memstrata.config import Settings
 from memstrata.embed import EMBEDDERS, Embedder, Vectors, make_embedder
 from memstrata.errors import AlreadyExists
-from memstrata.system import MemoryOS
+from memstrata.memory.system import MemoryOS
 
 SEED = 20240611
 USER = "bench"

@@ -6,8 +6,8 @@ and the data model in ``memstrata.model``.
 
 from memstrata.config import Settings
 from memstrata.errors import MemstrataError
+from memstrata.memory.system import MemoryOS
 from memstrata.model import Cube, Hit, MemoryItem, Source, User, Version
-from memstrata.system import MemoryOS
 
 __all__ = [
     "Cube",

@@ -18,8 +18,8 @@ from typing import Any
 
 from memstrata.closing import Closing
 from memstrata.errors import AlreadyExists
+from memstrata.memory.system import MemoryOS
 from memstrata.model import MemoryItem
-from memstrata.system import MemoryOS
 
 
 class Memoryos(Closing):

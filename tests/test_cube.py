@@ -25,8 +25,6 @@ from click.testing import CliRunner
 
 from memstrata import MemoryItem, MemoryOS
 from memstrata.cli import cli
-from memstrata.cube import FORMAT_VERSION, ITEM_FIELDS, write_cube
-from memstrata.cube_ops import export_cube, import_cube
 from memstrata.embed import fingerprint
 from memstrata.errors import (
     AlreadyExists,
@@ -37,8 +35,10 @@ from memstrata.errors import (
     UserNotFound,
     ValidationError,
 )
-from memstrata.retrieval.search import embedding_text
-from memstrata.store import interchange
+from memstrata.memcube import FORMAT_VERSION, ITEM_FIELDS, write_cube
+from memstrata.memory.cubes import export_cube, import_cube
+from memstrata.store.sqlite import interchange
+from memstrata.text import embedding_text
 
 #: every turn leaves the working tier at once, joins a segment and is promoted: all tiers get items
 HOT = {"working_capacity": 1, "similarity_threshold": 0.0, "heat_threshold": 0.0}
@@ -652,10 +652,10 @@ def test_an_archive_that_unpacks_too_large_is_refused(
         for path in sorted(exported.rglob("*")):
             tar.add(path, path.relative_to(exported).as_posix(), recursive=False)
     size = sum(p.stat().st_size for p in exported.rglob("*") if p.is_file())
-    monkeypatch.setattr("memstrata.cube.files.MAX_UNPACKED_BYTES", size - 1)
+    monkeypatch.setattr("memstrata.memcube.files.MAX_UNPACKED_BYTES", size - 1)
     before = counts(other)
     with pytest.raises(MemCubeError, match="unpacks to more than"):
         other.import_cube(tmp_path / "cube.tar.gz", owner="ann")
     assert counts(other) == before
-    monkeypatch.setattr("memstrata.cube.files.MAX_UNPACKED_BYTES", size)
+    monkeypatch.setattr("memstrata.memcube.files.MAX_UNPACKED_BYTES", size)
     assert other.import_cube(tmp_path / "cube.tar.gz", owner="ann").owner == "ann"

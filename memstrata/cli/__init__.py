@@ -30,8 +30,8 @@ from memstrata.embed import EMBEDDERS
 from memstrata.errors import MemstrataError
 from memstrata.eval import locomo
 from memstrata.llm import make_llm
+from memstrata.memory.system import MemoryOS
 from memstrata.model import CUBE_KINDS, PERMISSIONS, ROLES
-from memstrata.system import MemoryOS
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from memstrata.cube import FORMAT_VERSION
+from memstrata.memcube import FORMAT_VERSION
 
 
 @click.command("export")

@@ -11,7 +11,7 @@ from typing import Any
 
 from memstrata.cli.render import short, table, who
 from memstrata.errors import AlreadyExists
-from memstrata.system import MemoryOS
+from memstrata.memory.system import MemoryOS
 
 DEMO_USER = "demo"
 DEMO_CUBE = "demo"

@@ -12,7 +12,7 @@ import logging
 import click
 
 from memstrata.config import Settings
-from memstrata.system import MemoryOS
+from memstrata.memory.system import MemoryOS
 
 DEFAULT_PORT = 8765
 

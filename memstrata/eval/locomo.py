@@ -34,8 +34,8 @@ from typing import Any
 from memstrata.errors import LLMError
 from memstrata.eval import answers
 from memstrata.llm.base import LLM
+from memstrata.memory.system import MemoryOS
 from memstrata.retrieval.pack import Context
-from memstrata.system import MemoryOS
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from typing import Any, get_args
 from memstrata.model import MemoryItem
 from memstrata.reader.findings import Finding, FindingType
 from memstrata.reader.rules import third_person
-from memstrata.retrieval.text import STOPWORDS, terms
+from memstrata.text import STOPWORDS, terms
 
 log = logging.getLogger(__name__)
 

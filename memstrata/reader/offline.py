@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from memstrata.model import MemoryItem
 from memstrata.reader.findings import Finding
 from memstrata.reader.rules import read_page
-from memstrata.retrieval.text import STOPWORDS, terms
+from memstrata.text import STOPWORDS, terms
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 #: Words too common in conversation to tell topics apart, beyond the search stopwords.

@@ -6,9 +6,9 @@ from collections.abc import Iterable, Sequence
 
 from memstrata.config import Settings
 from memstrata.embed.base import Embedder
-from memstrata.model import Hit, MemoryItem
+from memstrata.filters import Filters
+from memstrata.model import Hit
 from memstrata.retrieval.decompose import decompose, interleave
-from memstrata.retrieval.filters import Filters
 from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
 from memstrata.store.base import Store
 
@@ -25,15 +25,6 @@ def fuse_channels(
     channels = {"keyword": keyword, "dense": dense}
     weights = {"keyword": settings.keyword_weight, "dense": settings.dense_weight}
     return reciprocal_rank_fusion(channels, weights, settings.rrf_k)
-
-
-def embedding_text(item: MemoryItem) -> str:
-    """What is embedded for an item: its text, prefixed by the speaker when there is one.
-
-    The speaker matters to questions such as "What did Caroline paint?", so it is part of the
-    vector; it is not part of ``text``, which stays exactly what the caller said.
-    """
-    return f"{item.speaker}: {item.text}" if item.speaker else item.text
 
 
 #: Share of its best adjacent turn's fused score that a turn gains (see ``smooth_neighbours``).

@@ -1,7 +1,6 @@
-"""The durable task scheduler (DESIGN §8): a ``TaskQueue`` of rows and a ``Scheduler`` running them."""
+"""The durable task scheduler (DESIGN §8): a ``Scheduler`` running the tasks of a ``TaskQueue``."""
 
-from memstrata.scheduler.base import Task, TaskQueue, TaskStatus
 from memstrata.scheduler.runner import Handler, Scheduler
-from memstrata.scheduler.sqlite import SQLiteTaskQueue
+from memstrata.store.queue import Task, TaskQueue, TaskStatus
 
-__all__ = ["Handler", "SQLiteTaskQueue", "Scheduler", "Task", "TaskQueue", "TaskStatus"]
+__all__ = ["Handler", "Scheduler", "Task", "TaskQueue", "TaskStatus"]

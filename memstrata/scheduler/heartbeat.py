@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from memstrata.scheduler.base import Task, TaskQueue
+from memstrata.store.queue import Task, TaskQueue
 
 logger = logging.getLogger("memstrata.scheduler")
 

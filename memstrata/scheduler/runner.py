@@ -20,8 +20,8 @@ from typing import Any
 
 from memstrata.closing import Closing
 from memstrata.errors import ConfigurationError
-from memstrata.scheduler.base import Task, TaskQueue
 from memstrata.scheduler.heartbeat import Heartbeat
+from memstrata.store.queue import Task, TaskQueue
 
 logger = logging.getLogger("memstrata.scheduler")
 

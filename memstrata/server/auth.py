@@ -12,8 +12,8 @@ from typing import Annotated, cast
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from memstrata.memory.system import MemoryOS
 from memstrata.model import User
-from memstrata.system import MemoryOS
 
 _bearer = HTTPBearer(
     auto_error=False,

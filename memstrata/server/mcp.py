@@ -46,8 +46,8 @@ from pydantic import AnyHttpUrl, Field
 
 from memstrata import __version__
 from memstrata.errors import AlreadyExists, CubeNotFound, MemstrataError, Unauthenticated
+from memstrata.memory.system import MAX_TOP_K, MemoryOS
 from memstrata.model import MemoryItem, Permission, ProfileAttribute, utcnow
-from memstrata.system import MAX_TOP_K, MemoryOS
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -19,11 +19,11 @@ import logging
 from fastapi import FastAPI
 
 from memstrata import __version__
+from memstrata.memory.system import MemoryOS
 from memstrata.server import handlers
 from memstrata.server.metrics import Metrics, MetricsMiddleware
 from memstrata.server.middleware import BodyLimit, CatchAll
 from memstrata.server.routes import cubes, lifecycle, memcube, memories, ops, retrieval, users
-from memstrata.system import MemoryOS
 
 log = logging.getLogger("memstrata.server")
 

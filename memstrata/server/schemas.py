@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from memstrata.memory.system import MAX_BUDGET, MAX_TOP_K
 from memstrata.model import (
     ApiKey,
     CubeKind,
@@ -29,7 +30,6 @@ from memstrata.model import (
     Tier,
 )
 from memstrata.retrieval.pack import Context
-from memstrata.system import MAX_BUDGET, MAX_TOP_K
 
 #: The longest ``/tasks/wait`` a request may ask for, in seconds (it holds a worker thread).
 MAX_WAIT_S = 60.0

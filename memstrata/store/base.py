@@ -19,8 +19,8 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from memstrata.filters import Filters
 from memstrata.model import ApiKey, Cube, Event, Grant, MemoryItem, User, Version
-from memstrata.retrieval.filters import Filters
 
 Vectors = npt.NDArray[np.float32]
 #: (item id, channel score); higher scores rank first.

@@ -24,10 +24,10 @@ from datetime import datetime
 import numpy as np
 
 from memstrata.embed.base import Embedder, Vectors, fingerprint
+from memstrata.filters import Filters
 from memstrata.model import MemoryItem, Source, new_id, utcnow
 from memstrata.reader.findings import Finding, Reader
 from memstrata.reader.rules import SINGLE_VALUED
-from memstrata.retrieval.filters import Filters
 from memstrata.store.base import Store
 
 #: Cosine at which two facts of one subject are taken to say the same thing.

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from memstrata.embed.base import Vectors, normalise
+from memstrata.filters import Filters
 from memstrata.model import MemoryItem, Source, new_id, utcnow
 from memstrata.reader.offline import keywords, merge_keywords, summarise
-from memstrata.retrieval.filters import Filters
 from memstrata.store.base import Store
 from memstrata.tiers.settings import TierSettings
 

@@ -18,12 +18,12 @@ from werkzeug import Request, Response
 
 from memstrata.errors import LLMError
 from memstrata.llm import Completion, OpenAIChat
-from memstrata.llm.usage import record, usage
 from memstrata.model import MemoryItem
 from memstrata.reader.findings import Finding
 from memstrata.reader.llm import LLMReader, LLMSummariser
 from memstrata.reader.offline import OfflineReader
 from memstrata.store.sqlite import SQLiteStore
+from memstrata.store.sqlite.usage import record, usage
 
 PATH = "/v1/chat/completions"
 WHEN = datetime(2024, 5, 8, 13, 56, tzinfo=timezone.utc)

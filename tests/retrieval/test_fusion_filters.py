@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 import pytest
 
 from memstrata.errors import ValidationError
-from memstrata.retrieval.filters import Filters, parse_filters
+from memstrata.filters import Filters, parse_filters
 from memstrata.retrieval.fusion import reciprocal_rank_fusion
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from memstrata import MemoryOS
+from memstrata.filters import Filters, parse_filters
 from memstrata.model import Hit, MemoryItem, new_id
 from memstrata.retrieval.decompose import decompose, interleave
-from memstrata.retrieval.filters import Filters, parse_filters
 from memstrata.retrieval.search import hybrid_search, smooth_neighbours
 
 

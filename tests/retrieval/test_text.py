@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from memstrata.retrieval.text import any_of, index_text, phrase, query_terms
+from memstrata.text import any_of, index_text, phrase, query_terms
 
 
 def test_cjk_runs_are_indexed_as_characters_and_bigrams() -> None:
@@ -25,7 +25,7 @@ def test_phrases_are_quoted_so_query_syntax_is_inert() -> None:
 
 
 def test_index_terms_carry_the_cube_prefix() -> None:
-    from memstrata.retrieval.text import cube_prefix, index_body
+    from memstrata.text import cube_prefix, index_body
 
     prefix = cube_prefix("notes")
     assert len(prefix) == 6 and prefix.isalpha() and prefix.islower()

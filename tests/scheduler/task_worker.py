@@ -13,8 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-from memstrata.scheduler import Scheduler, SQLiteTaskQueue, Task
-from memstrata.store.sqlite import SQLiteStore
+from memstrata.scheduler import Scheduler, Task
+from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue
 
 
 def crash(db: str, marker: str) -> None:

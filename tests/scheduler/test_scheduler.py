@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from memstrata.errors import ConfigurationError, ValidationError
-from memstrata.scheduler import Scheduler, SQLiteTaskQueue, Task, TaskQueue
-from memstrata.scheduler.base import MAX_ERROR_CHARS
-from memstrata.store.sqlite import SQLiteStore
+from memstrata.scheduler import Scheduler, Task, TaskQueue
+from memstrata.store.queue import MAX_ERROR_CHARS
+from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue
 
 WORKER = Path(__file__).with_name("task_worker.py")
 

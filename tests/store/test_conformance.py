@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from memstrata.errors import AlreadyExists, ConflictError, ItemNotFound, StorageError
+from memstrata.filters import Filters
 from memstrata.model import Cube, Grant, MemoryItem, Source, User, new_id
-from memstrata.retrieval.filters import Filters
 from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore
 

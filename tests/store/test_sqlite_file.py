@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from memstrata.errors import NotOurDatabase, SchemaTooNew
-from memstrata.store import schema
-from memstrata.store.sqlite import SQLiteStore
+from memstrata.store.sqlite import SQLiteStore, schema
 
 
 def test_new_file_is_created_migrated_and_in_wal(tmp_path: Path) -> None:
@@ -59,7 +58,7 @@ def test_a_version_1_file_is_migrated_forward_keeping_its_data(tmp_path: Path) -
         assert schema.current_version(store.reader()) == schema.LATEST
         columns = [r[1] for r in store.reader().execute("PRAGMA table_info(items)")]
         assert "segment_id" in columns
-        from memstrata.retrieval.filters import Filters
+        from memstrata.filters import Filters
 
         # the full-text index was rebuilt with per-cube terms (migration 4)
         assert [i for i, _ in store.keyword_search("hiking", ["c"], Filters(), 5)] == ["i1"]
@@ -112,8 +111,8 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
 def test_keyword_channel_keeps_the_rarest_terms_within_its_budget(tmp_path: Path) -> None:
     import numpy as np
 
+    from memstrata.filters import Filters
     from memstrata.model import Cube, MemoryItem, User, new_id
-    from memstrata.retrieval.filters import Filters
 
     store = SQLiteStore(tmp_path / "b.db", keyword_max_postings=3)
     try:

@@ -12,8 +12,8 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from memstrata import MemoryOS
-from memstrata.llm.usage import usage
-from memstrata.retrieval.filters import Filters
+from memstrata.filters import Filters
+from memstrata.store.sqlite.usage import usage
 
 HOT = {"working_capacity": 1, "similarity_threshold": 0.0, "heat_threshold": 0.0}
 

@@ -4,7 +4,7 @@ duplicate / contradiction rules that never lose a memory."""
 from __future__ import annotations
 
 from memstrata import MemoryOS
-from memstrata.retrieval.filters import Filters
+from memstrata.filters import Filters
 
 LONG = Filters(tiers=("long",), statuses=("generated", "activated", "merged"))
 #: every turn leaves the working tier at once, joins one segment, and is promoted right away

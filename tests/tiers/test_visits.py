@@ -6,7 +6,7 @@ import pytest
 
 import memstrata.tiers.tasks
 from memstrata import MemoryOS
-from memstrata.retrieval.filters import Filters
+from memstrata.filters import Filters
 
 
 def test_reads_become_visits_that_heat_and_promote_a_segment(

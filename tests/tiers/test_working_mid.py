@@ -8,7 +8,7 @@ import pytest
 
 from memstrata import MemoryOS
 from memstrata.embed import fingerprint
-from memstrata.retrieval.filters import Filters
+from memstrata.filters import Filters
 from memstrata.tiers.mid import SEGMENTS
 from memstrata.tiers.working import consolidate
 

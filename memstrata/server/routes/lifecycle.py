@@ -13,11 +13,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from memstrata.memory.system import MAX_AUDIT_LIMIT
 from memstrata.model import Event, MemoryItem
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import ERRORS
 from memstrata.server.schemas import Erased, EraseIn, RollbackIn, TransitionIn
-from memstrata.system import MAX_AUDIT_LIMIT
 
 router = APIRouter(tags=["lifecycle"], responses=ERRORS)
 

@@ -13,11 +13,11 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 
 from memstrata.errors import ValidationError
+from memstrata.memory.system import MAX_TOP_K, MemoryOS
 from memstrata.model import ItemType, MemoryItem, Status, Tier, User, Version
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import ERRORS, check_self
 from memstrata.server.schemas import Added, AddIn, ErrorBody, UpdateIn
-from memstrata.system import MAX_TOP_K, MemoryOS
 
 router = APIRouter(tags=["memories"], responses=ERRORS)
 

@@ -9,12 +9,12 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from memstrata import __version__
+from memstrata.memory.system import MAX_TOP_K
 from memstrata.scheduler import Task, TaskStatus
 from memstrata.server import metrics
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import ERRORS, JSON_ERRORS
 from memstrata.server.schemas import ConfigureIn, Health, WaitIn, WaitOut
-from memstrata.system import MAX_TOP_K
 
 router = APIRouter(tags=["operations"], responses=ERRORS)
 #: Routes that declare their own responses: ``/health`` (no key, no errors) and ``/metrics``.

@@ -1,7 +1,7 @@
 """Lifecycle and governance as ``MemoryOS`` methods (DESIGN §5, docs/lifecycle.md).
 
 State transitions (``lifecycle.states``), rollback to an old version, the audit trail, erasure
-(``lifecycle.erase``) and MemCube export and import (``memstrata.cube_ops``).  Reading as of a
+(``lifecycle.erase``) and MemCube export and import (``memstrata.memory.cubes``).  Reading as of a
 past time is part of ``get`` and ``search`` (``lifecycle.history``).
 """
 
@@ -11,9 +11,6 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from memstrata import cube_ops
-from memstrata.core import MemoryCore
-from memstrata.cube import Manifest
 from memstrata.errors import (
     AdminRequired,
     CubeNotFound,
@@ -21,9 +18,13 @@ from memstrata.errors import (
     NotFoundError,
     ValidationError,
 )
-from memstrata.lifecycle import erase, states
+from memstrata.lifecycle import states
+from memstrata.memcube import Manifest
+from memstrata.memory import cubes as cube_ops
+from memstrata.memory import erase
+from memstrata.memory.access import MemoryCore
 from memstrata.model import Cube, Event, MemoryItem, parse_time
-from memstrata.retrieval.search import embedding_text
+from memstrata.text import embedding_text
 
 MAX_AUDIT_LIMIT = 10_000
 #: What ``rollback`` copies from the old version (placement and bookkeeping stay as they are).
@@ -161,7 +162,7 @@ class Governance(MemoryCore):
         reembed: bool = False,
     ) -> Cube:
         """Import the MemCube at ``path`` as a new cube owned (``admin``) by ``owner``; all or
-        nothing.  Ids, embedders and errors: see ``memstrata.cube_ops.import_cube``.
+        nothing.  Ids, embedders and errors: see ``memstrata.memory.cubes.import_cube``.
         """
         return cube_ops.import_cube(
             self, path, owner=owner, cube_id=cube_id, keep_ids=keep_ids, reembed=reembed

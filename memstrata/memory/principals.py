@@ -14,9 +14,10 @@ from typing import Any
 
 from memstrata import keys
 from memstrata.config import Settings
-from memstrata.core import MAX_TOP_K, MemoryCore, check_id
 from memstrata.embed import fingerprint
 from memstrata.errors import ConfigurationError, NotFoundError, Unauthenticated, ValidationError
+from memstrata.filters import Filters
+from memstrata.memory.access import MAX_TOP_K, MemoryCore, check_id
 from memstrata.model import (
     CUBE_KINDS,
     ITEM_TYPES,
@@ -29,7 +30,6 @@ from memstrata.model import (
     User,
     new_id,
 )
-from memstrata.retrieval.filters import Filters
 from memstrata.tiers.settings import TierSettings
 
 #: The values ``configure`` accepts for each runtime setting.

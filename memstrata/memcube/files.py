@@ -29,8 +29,9 @@ from typing import Any, NoReturn, cast
 
 import numpy as np
 
-from memstrata.cube import records
-from memstrata.cube.records import (
+from memstrata.errors import MemCubeError
+from memstrata.memcube import records
+from memstrata.memcube.records import (
     ARTIFACT_DIR,
     ARTIFACTS,
     COUNTS,
@@ -47,7 +48,6 @@ from memstrata.cube.records import (
     MemCube,
     Vectors,
 )
-from memstrata.errors import MemCubeError
 from memstrata.model import MemoryItem, Version, utcnow
 
 #: What reading a damaged archive may raise (gzip raises EOFError for a truncated stream).

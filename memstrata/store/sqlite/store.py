@@ -31,6 +31,7 @@ from memstrata.errors import (
     SchemaTooNew,
     StorageError,
 )
+from memstrata.filters import Filters
 from memstrata.model import (
     SEARCHABLE_STATUSES,
     ApiKey,
@@ -43,11 +44,10 @@ from memstrata.model import (
     to_epoch,
     utcnow,
 )
-from memstrata.retrieval.filters import Filters
-from memstrata.retrieval.text import any_of, cube_prefix, index_body, query_terms
-from memstrata.store import rows, schema
 from memstrata.store.base import Scored, Vectors
-from memstrata.store.vectors import VectorCache
+from memstrata.store.sqlite import rows, schema
+from memstrata.store.sqlite.vectors import VectorCache
+from memstrata.text import any_of, cube_prefix, index_body, query_terms
 
 _ITEM_INSERT = (
     f"INSERT INTO items ({', '.join(rows.ITEM_COLUMNS)}, seq) "

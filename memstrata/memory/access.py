@@ -25,10 +25,11 @@ from memstrata.errors import (
     UserNotFound,
     ValidationError,
 )
-from memstrata.llm import LLM, Completion, usage
+from memstrata.llm import LLM, Completion
 from memstrata.model import Cube, MemoryItem, User, parse_time, permits, utcnow
 from memstrata.scheduler import Scheduler
 from memstrata.store.base import Store
+from memstrata.store.sqlite import usage
 from memstrata.tiers.tasks import TierTasks
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")

@@ -20,11 +20,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memstrata.errors import AdminRequired, ValidationError
+from memstrata.filters import Filters
 from memstrata.model import STATUSES
-from memstrata.retrieval.filters import Filters
 
 if TYPE_CHECKING:
-    from memstrata.core import MemoryCore
+    from memstrata.memory.access import MemoryCore
 
 #: Types made from other items, which name them in ``sources``.
 DERIVED = ("segment", "fact", "profile", "preference", "knowledge")

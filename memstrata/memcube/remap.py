@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from memstrata.cube.records import MemCube
+from memstrata.memcube.records import MemCube
 from memstrata.model import MemoryItem
 
 #: A word that may be an id (trailing punctuation is tried without).

@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 from threadpoolctl import ThreadpoolController
 
+from memstrata.filters import Filters
 from memstrata.model import ITEM_TYPES, STATUSES, TIERS
-from memstrata.retrieval.filters import Filters
 
 _STATUS = {s: i for i, s in enumerate(STATUSES)}
 _TIER = {s: i for i, s in enumerate(TIERS)}

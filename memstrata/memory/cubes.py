@@ -1,6 +1,6 @@
 """MemCube export and import for ``MemoryOS`` (its ``export`` and ``import_cube`` call these).
 
-The format lives in ``memstrata.cube`` and the rows in ``memstrata.store.interchange``; this
+The format lives in ``memstrata.memcube`` and the rows in ``memstrata.store.sqlite.interchange``; this
 module decides who may export, which ids an import gets, re-embeds when asked, and places the
 artifacts' files.  It is part of the core: it uses ``MemoryOS``'s grant check.
 """
@@ -14,7 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstrata.cube import (
+from memstrata.embed import fingerprint
+from memstrata.errors import ConfigurationError, CubeNotFound, MemCubeError, ValidationError
+from memstrata.memcube import (
     FORMAT_VERSION,
     ID_PATTERN,
     Artifact,
@@ -24,15 +26,12 @@ from memstrata.cube import (
     rehome,
     write_cube,
 )
-from memstrata.embed import fingerprint
-from memstrata.errors import ConfigurationError, CubeNotFound, MemCubeError, ValidationError
 from memstrata.model import Cube, new_id
-from memstrata.retrieval.search import embedding_text
-from memstrata.store import interchange
-from memstrata.store.sqlite import SQLiteStore
+from memstrata.store.sqlite import SQLiteStore, interchange
+from memstrata.text import embedding_text
 
 if TYPE_CHECKING:
-    from memstrata.core import MemoryCore
+    from memstrata.memory.access import MemoryCore
 
 
 def export_cube(
@@ -64,7 +63,7 @@ def import_cube(
     ``owner`` (an existing user) owns it with ``admin``; the source's grants are not imported.
     Ids: with ``keep_ids`` items and artifacts keep theirs (``AlreadyExists`` if one is stored
     already); without, each gets a new id, in the same order, and every reference follows
-    (see ``memstrata.cube.rehome``).  The cube id is ``cube_id`` if given, else the exported
+    (see ``memstrata.memcube.rehome``).  The cube id is ``cube_id`` if given, else the exported
     one with ``keep_ids``, else a new one; ``AlreadyExists`` if it is taken.  Everything else
     (texts, times, user ids, versions, events with their actors and times) is kept as exported;
     one ``import`` event is added.

@@ -20,11 +20,11 @@ import numpy as np
 
 from memstrata.config import Settings
 from memstrata.embed import Embedder
+from memstrata.filters import Filters
 from memstrata.model import Hit, MemoryItem
-from memstrata.retrieval.filters import Filters
-from memstrata.retrieval.search import candidate_width, embedding_text, fuse_channels
-from memstrata.retrieval.text import query_terms, terms
+from memstrata.retrieval.search import candidate_width, fuse_channels
 from memstrata.store.base import Store
+from memstrata.text import embedding_text, query_terms, terms
 
 # BM25's usual constants.
 _K1, _B = 1.2, 0.75

@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from memstrata.model import MemoryItem
+
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(rf"[^\W_{_CJK}]+|[{_CJK}]+")
@@ -95,3 +97,12 @@ def index_body(text: str, cube_id: str) -> str:
     each with the cube's prefix."""
     prefix = cube_prefix(cube_id)
     return " ".join(prefix + token for token in _WORD.findall(index_text(text)))
+
+
+def embedding_text(item: MemoryItem) -> str:
+    """What is embedded for an item: its text, prefixed by the speaker when there is one.
+
+    The speaker matters to questions such as "What did Caroline paint?", so it is part of the
+    vector; it is not part of ``text``, which stays exactly what the caller said.
+    """
+    return f"{item.speaker}: {item.text}" if item.speaker else item.text

@@ -17,9 +17,9 @@ from typing import Any, cast
 
 from memstrata.errors import ValidationError
 from memstrata.model import from_epoch, new_id
-from memstrata.scheduler.base import MAX_ERROR_CHARS, TASK_STATUSES, Task, TaskStatus
-from memstrata.store import rows
-from memstrata.store.sqlite import SQLiteStore
+from memstrata.store.queue import MAX_ERROR_CHARS, TASK_STATUSES, Task, TaskStatus
+from memstrata.store.sqlite import rows
+from memstrata.store.sqlite.store import SQLiteStore
 
 _COLUMNS = (
     "task_id, kind, cube_id, payload, status, attempts, max_attempts, run_after, lease_until, "

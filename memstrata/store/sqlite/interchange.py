@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from memstrata.cube import Artifact, MemCube, Vectors
 from memstrata.errors import (
     AlreadyExists,
     ConfigurationError,
@@ -33,9 +32,10 @@ from memstrata.errors import (
     MemCubeError,
     StorageError,
 )
+from memstrata.memcube import Artifact, MemCube, Vectors
 from memstrata.model import Version, to_epoch
-from memstrata.store import rows
-from memstrata.store.sqlite import SQLiteStore, fts_body
+from memstrata.store.sqlite import rows
+from memstrata.store.sqlite.store import SQLiteStore, fts_body
 
 _CUBE_COLS = "cube_id, name, owner, kind, settings, embedder, created_at"
 _EVENT_COLS = "seq, at, actor, cube_id, item_id, op, before, after, version, reason"

@@ -10,7 +10,7 @@ import time
 from typing import TypedDict
 
 from memstrata.llm.base import Completion
-from memstrata.store.sqlite import SQLiteStore
+from memstrata.store.sqlite.store import SQLiteStore
 
 
 class LLMUsage(TypedDict):

@@ -12,11 +12,11 @@ A MemCube is a directory, or a gzipped tar of that directory's files::
 
 This package converts between those files and model objects (``records``), writes and reads
 them (``files``) and moves a cube to new ids (``remap``).  It never touches a database (see
-``memstrata.store.interchange``) and never unpickles.
+``memstrata.store.sqlite.interchange``) and never unpickles.
 """
 
-from memstrata.cube.files import open_cube, write_cube
-from memstrata.cube.records import (
+from memstrata.memcube.files import open_cube, write_cube
+from memstrata.memcube.records import (
     FORMAT,
     FORMAT_VERSION,
     ID_PATTERN,
@@ -26,7 +26,7 @@ from memstrata.cube.records import (
     MemCube,
     Vectors,
 )
-from memstrata.cube.remap import rehome
+from memstrata.memcube.remap import rehome
 
 __all__ = [
     "FORMAT",

@@ -72,7 +72,7 @@ def _v3(conn: sqlite3.Connection) -> None:
 @migration(4, "per-cube index terms")
 def _v4(conn: sqlite3.Connection) -> None:
     # Full-text terms now carry their cube's prefix (retrieval.text.index_body): re-index.
-    from memstrata.retrieval.text import index_body
+    from memstrata.text import index_body
 
     conn.execute("DELETE FROM items_fts")
     rows = conn.execute("SELECT rid, cube_id, text, key, keywords FROM items").fetchall()

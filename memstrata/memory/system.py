@@ -17,7 +17,6 @@ from typing import Any
 
 from memstrata.closing import Closing
 from memstrata.config import Settings
-from memstrata.core import MAX_TOP_K, check_id
 from memstrata.embed import Closeable, Embedder, fingerprint, make_embedder
 from memstrata.errors import (
     ItemNotFound,
@@ -25,10 +24,12 @@ from memstrata.errors import (
     LLMNotConfigured,
     ValidationError,
 )
+from memstrata.filters import Filters, parse_filters
 from memstrata.lifecycle import states
-from memstrata.lifecycle.governance import MAX_AUDIT_LIMIT, Governance
-from memstrata.lifecycle.history import search_as_of
-from memstrata.llm import LLM, ChatMessage, Completion, OpenAIChat, make_llm, usage
+from memstrata.llm import LLM, ChatMessage, Completion, OpenAIChat, make_llm
+from memstrata.memory.access import MAX_TOP_K, check_id
+from memstrata.memory.governance import MAX_AUDIT_LIMIT, Governance
+from memstrata.memory.principals import Principals
 from memstrata.model import (
     Cube,
     Hit,
@@ -39,21 +40,20 @@ from memstrata.model import (
     new_id,
     utcnow,
 )
-from memstrata.principals import Principals
 from memstrata.reader import documents
 from memstrata.reader.messages import parse_messages
-from memstrata.retrieval.filters import Filters, parse_filters
+from memstrata.retrieval.history import search_as_of
 from memstrata.retrieval.pack import Context, pack
 from memstrata.retrieval.prompt import ChatReply, chat_messages
 from memstrata.retrieval.search import (
-    embedding_text,
     expand_chain,
     expand_to_sources,
     hybrid_search,
 )
-from memstrata.scheduler import Scheduler, SQLiteTaskQueue, Task, TaskQueue, TaskStatus
+from memstrata.scheduler import Scheduler, Task, TaskQueue, TaskStatus
 from memstrata.store.base import Store
-from memstrata.store.sqlite import SQLiteStore
+from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue, usage
+from memstrata.text import embedding_text
 from memstrata.tiers.tasks import TierTasks
 
 __all__ = ["MAX_AUDIT_LIMIT", "MAX_BUDGET", "MAX_TOP_K", "MemoryOS"]
