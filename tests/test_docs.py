@@ -1,20 +1,33 @@
-"""Documentation that cannot drift: every setting is documented."""
+"""Documentation that cannot drift: a setting, CLI command, REST route, MCP tool or resource that
+the docs do not name fails here (datasette's and sqlite-utils' ``test_docs.py`` do the same)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
+from mcp.server.mcpserver import MCPServer
 
+from memstrata import MemoryOS
+from memstrata.cli import cli
 from memstrata.config import Settings
+from memstrata.server.mcp import Caller, build_server
+from memstrata.server.rest import create_app
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
+def _doc(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
 def test_every_setting_is_documented() -> None:
-    text = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    text = _doc("configuration.md")
     missing = [f.name for f in dataclasses.fields(Settings) if f"| `{f.name}` |" not in text]
     assert missing == []
 
@@ -25,3 +38,93 @@ def test_the_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.chdir(tmp_path)  # the example writes memory.db in the working directory
     exec(compile(code, "README.md", "exec"), {})
     assert (tmp_path / "memory.db").exists()
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def _commands(
+    command: click.Command, path: tuple[str, ...] = ()
+) -> Iterator[tuple[str, click.Command]]:
+    """``("memstrata users create", command)`` for the group and every command under it."""
+    yield " ".join(("memstrata", *path)), command
+    if isinstance(command, click.Group):
+        for name, sub in sorted(command.commands.items()):
+            if not sub.hidden:
+                yield from _commands(sub, (*path, name))
+
+
+def _cli_sections() -> dict[str, str]:
+    """docs/cli.md's sections by the command their heading names (``### `memstrata add```)."""
+    sections: dict[str, str] = {}
+    current = None
+    for line in _doc("cli.md").splitlines():
+        if line.startswith("#"):
+            named = re.fullmatch(r"#+ `(memstrata[a-z -]*)`", line)
+            current = named.group(1) if named else None
+            if current:
+                sections[current] = ""
+        elif current:
+            sections[current] += line + "\n"
+    return sections
+
+
+def _cli_rows() -> set[str]:
+    rows = (line for line in _doc("cli.md").splitlines() if line.startswith("|"))
+    return {name for row in rows for name in re.findall(r"`(memstrata[a-z -]*)`", row)}
+
+
+def test_every_cli_command_is_documented() -> None:
+    named = set(_cli_sections()) | _cli_rows()
+    missing = [path for path, _ in _commands(cli) if path not in named]
+    assert missing == [], "add a section '### `memstrata …`' to docs/cli.md for each"
+
+
+def test_every_cli_option_is_documented() -> None:
+    sections = _cli_sections()
+    missing = [
+        f"{path} {option}"
+        for path, command in _commands(cli)
+        if path in sections
+        for param in command.params
+        for option in (*param.opts, *param.secondary_opts)
+        if option.startswith("--") and option != "--help"
+        if not re.search(rf"(?<![\w-]){option}(?![\w-])", sections[path])
+    ]
+    assert missing == [], "name each option in its command's section of docs/cli.md"
+
+
+# -- REST --------------------------------------------------------------------------------------
+
+
+def test_every_rest_route_is_documented(tmp_path: Path) -> None:
+    """``METHOD /path`` of every route of the OpenAPI description (which leaves out FastAPI's
+    own ``/docs`` and ``/openapi.json``), in backticks, as a whole path (``?query`` may follow)."""
+    with MemoryOS.open(str(tmp_path / "m.db"), workers=0) as memory:
+        paths = create_app(memory).openapi()["paths"]
+    text = _doc("rest.md")
+    routes = [f"{method.upper()} {path}" for path, ops in paths.items() for method in ops]
+    assert len(routes) > 20
+    missing = [r for r in routes if not re.search(re.escape(f"`{r}") + r"[`?\s]", text)]
+    assert missing == [], "document each in docs/rest.md as `METHOD /path`"
+
+
+# -- MCP ---------------------------------------------------------------------------------------
+
+
+async def _mcp_names(server: MCPServer) -> list[str]:
+    tools = [tool.name for tool in await server.list_tools()]
+    resources = [str(resource.uri) for resource in await server.list_resources()]
+    templates = [t.uri_template for t in await server.list_resource_templates()]
+    return tools + resources + templates
+
+
+def test_every_mcp_tool_and_resource_is_documented(tmp_path: Path) -> None:
+    with MemoryOS.open(str(tmp_path / "m.db"), workers=0) as memory:
+        memory.create_user("alice")
+        server = build_server(memory, Caller(memory, "alice"))
+        names = asyncio.run(_mcp_names(server))
+    text = _doc("mcp.md")
+    assert "add_memory" in names and "memstrata://profile" in names
+    missing = [name for name in names if f"`{name}`" not in text]
+    assert missing == [], "document each in docs/mcp.md, in backticks"
