@@ -11,7 +11,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypedDict, get_args
 
 Role = Literal["admin", "user"]
 CubeKind = Literal["user", "agent", "session", "shared"]
@@ -241,6 +241,15 @@ class Hit:
     @property
     def cube_id(self) -> str:
         return self.item.cube_id
+
+
+class LLMUsage(TypedDict):
+    """A cube's LLM spending so far: chat calls made, prompt tokens sent, completion tokens
+    received (all zero for a cube that never used an LLM)."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
 
 
 def parse_time(value: object, what: str = "time") -> datetime:

@@ -1,4 +1,22 @@
-"""The storage seam (DESIGN §7): three small Protocols that every backend implements together.
+"""The storage seam (DESIGN §7): small Protocols that a backend implements together as ``Store``.
+
+==================  =====================================================================  ====
+Protocol            what                                                                   size
+==================  =====================================================================  ====
+``PrincipalStore``  users and API keys                                                        7
+``CubeStore``       cubes, grants, permission checks                                          7
+``ItemStore``       memory items with their vectors and full text                            11
+``SearchIndex``     the keyword and dense channels, plus what a ranking reads back            4
+``HistoryStore``    versions, events, a cube as it stood, and a search index over that        4
+``ErasureStore``    content removed for good (erasure, cube deletion)                         3
+``UsageStore``      LLM calls and tokens per cube                                             2
+``ArchiveStore``    whole cubes as ``MemCube`` objects (export and import)                    4
+``Store``           all of the above, plus file-level settings and ``close``                   +3
+==================  =====================================================================  ====
+
+A caller asks for the narrowest Protocol it needs: retrieval ranks a ``SearchIndex`` (the live
+store, or a scratch copy of a past state), the task queue is a Protocol of its own
+(``store/queue.py``).
 
 Contract shared by all methods:
 
@@ -6,6 +24,7 @@ Contract shared by all methods:
   is stored or none of it.  Writes are serialised (one writer); reads never block on them.
 * Methods take and return model objects; rows and SQL stay inside the backend.
 * Backend failures are raised as ``memstrata.errors`` types, never as driver exceptions.
+* Implementations are thread-safe.
 * ``seq`` numbers: every item change takes the next value of one counter, so a reader can fetch
   "everything changed since N" — which is how vector caches see other processes' writes.
 """
@@ -13,29 +32,35 @@ Contract shared by all methods:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Literal, Protocol
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from memstrata.filters import Filters
-from memstrata.model import ApiKey, Cube, Event, Grant, MemoryItem, User, Version
+from memstrata.memcube import MemCube
+from memstrata.model import ApiKey, Cube, Event, Grant, LLMUsage, MemoryItem, User, Version
 
+#: float32 vectors: one ``(dim,)`` vector, or an ``(n, dim)`` matrix of unit-norm rows.
 Vectors = npt.NDArray[np.float32]
 #: (item id, channel score); higher scores rank first.
 Scored = tuple[str, float]
 
 
 class PrincipalStore(Protocol):
-    """Users, API keys, cubes and grants."""
+    """Users and their API keys.  Each write records an event."""
 
     def put_user(self, user: User) -> None:
         """Insert a user; ``AlreadyExists`` if the id is taken."""
 
-    def get_user(self, user_id: str) -> User | None: ...
+    def get_user(self, user_id: str) -> User | None:
+        """The user with this id, or None."""
 
-    def list_users(self) -> list[User]: ...
+    def list_users(self) -> list[User]:
+        """Every user, oldest first."""
 
     def put_key(self, key: ApiKey, key_hash: str) -> None:
         """Store a key's record and the hash of its secret (never the secret)."""
@@ -43,39 +68,40 @@ class PrincipalStore(Protocol):
     def key_user(self, key_hash: str) -> str | None:
         """The user of the live (unrevoked) key with this hash, or None."""
 
-    def list_keys(self, user_id: str) -> list[ApiKey]: ...
+    def list_keys(self, user_id: str) -> list[ApiKey]:
+        """The user's keys, revoked ones included, oldest first."""
 
     def revoke_key(self, user_id: str, key_id: str, actor: str) -> bool:
         """Revoke a live key of ``user_id``; False if there is none with that id."""
 
-    def erase_items(self, item_ids: Sequence[str], actor: str, reason: str | None) -> int:
-        """Remove the items' content everywhere, leaving tombstones (ids, times, ops)."""
 
-    def delete_cube(self, cube_id: str, actor: str) -> int:
-        """Delete a cube and all its content (events stay, payloads blanked); the item count."""
+class CubeStore(Protocol):
+    """Cubes and the grants that say who may use them.  Each write records an event."""
 
     def put_cube(self, cube: Cube) -> None:
         """Insert a cube and its owner's ``admin`` grant; ``AlreadyExists`` if the id is taken."""
 
-    def get_cube(self, cube_id: str) -> Cube | None: ...
+    def get_cube(self, cube_id: str) -> Cube | None:
+        """The cube with this id, or None."""
 
     def list_cubes(self, user_id: str) -> list[Cube]:
         """Cubes on which ``user_id`` holds any grant, oldest first."""
 
     def put_grant(self, grant: Grant) -> None:
-        """Insert or replace the grant of (cube, user), recording an event."""
+        """Insert or replace the grant of (cube, user)."""
 
     def delete_grant(self, cube_id: str, user_id: str, actor: str) -> bool:
-        """Remove the grant of (cube, user), recording an event; False if there was none."""
+        """Remove the grant of (cube, user); False if there was none."""
 
-    def list_grants(self, cube_id: str) -> list[Grant]: ...
+    def list_grants(self, cube_id: str) -> list[Grant]:
+        """The cube's grants, oldest first."""
 
     def permission(self, cube_id: str, user_id: str) -> str | None:
         """The permission ``user_id`` holds on ``cube_id``, or None."""
 
 
 class ItemStore(Protocol):
-    """Memory items, their versions, vectors and events."""
+    """Memory items, their vectors and full text; each change keeps a version and an event."""
 
     def add_items(self, items: Sequence[MemoryItem], vectors: Vectors, embedder: str) -> list[str]:
         """Store new items with their vectors, full text, first version and a ``create`` event.
@@ -121,7 +147,8 @@ class ItemStore(Protocol):
         """A cube's items passing ``filters``, by ``order`` then id (ascending by default),
         skipping the first ``offset``."""
 
-    def count_items(self, cube_id: str, filters: Filters) -> int: ...
+    def count_items(self, cube_id: str, filters: Filters) -> int:
+        """How many of a cube's items pass ``filters``."""
 
     def overflowing_turns(self, cube_id: str, capacity: int) -> list[MemoryItem]:
         """Working-tier turns beyond the newest ``capacity`` of their session, oldest first.
@@ -141,9 +168,45 @@ class ItemStore(Protocol):
         depend on them).  Unknown ids are ignored.
         """
 
+    def iter_items(self, cube_id: str) -> Iterator[MemoryItem]:
+        """Every item of a cube that has a vector, in id order (streamed)."""
+
     def get_vectors(self, item_ids: Sequence[str]) -> Vectors:
         """The stored vectors of these items, one row each in order; ``ItemNotFound`` if any
         has none."""
+
+    def replace_vectors(
+        self, cube_id: str, item_ids: Sequence[str], vectors: Vectors, embedder: str
+    ) -> None:
+        """Swap in new vectors for these items and record ``embedder`` on the cube, atomically."""
+
+
+class SearchIndex(Protocol):
+    """The two retrieval channels over a set of items, and what a ranking reads back of them.
+
+    Both channels restrict to ``cube_ids`` and ``filters`` and return at most ``limit`` hits,
+    best first.
+    """
+
+    def keyword_search(
+        self, query: str, cube_ids: Sequence[str], filters: Filters, limit: int
+    ) -> list[Scored]:
+        """BM25 matches of the query's terms (score: negated BM25, higher is better)."""
+
+    def vector_search(
+        self, vector: Vectors, cube_ids: Sequence[str], filters: Filters, limit: int
+    ) -> list[Scored]:
+        """Exact cosine matches of a unit ``(dim,)`` query vector (score in [-1, 1])."""
+
+    def get_items(self, item_ids: Sequence[str]) -> list[MemoryItem]:
+        """The items with these ids, in the given order; unknown ids are left out."""
+
+    def next_turns(self, cube_id: str, item_ids: Sequence[str]) -> dict[str, str]:
+        """For each of these turns, the next searchable turn of its session (see ``ItemStore``)."""
+
+
+class HistoryStore(Protocol):
+    """The past: every version of an item, the audit events, and a cube as it stood."""
 
     def versions(self, item_id: str) -> list[Version]:
         """Every version of an item, oldest first."""
@@ -158,41 +221,87 @@ class ItemStore(Protocol):
     ) -> list[Event]:
         """Events, oldest first, narrowed by cube, item and time."""
 
-    def cubes_with_items_of(self, user_id: str) -> list[str]:
-        """The cubes holding items added by ``user_id`` (their ``user_id``)."""
-
     def items_as_of(self, cube_id: str, at: datetime) -> list[MemoryItem]:
         """Every item of a cube as its latest version written at or before ``at`` stood
         (items first written after ``at`` are absent), by event time."""
 
-    def iter_items(self, cube_id: str) -> Iterator[MemoryItem]:
-        """Every item of a cube that has a vector, in id order (streamed)."""
+    def scratch_index(
+        self, items: Sequence[MemoryItem], vectors: Vectors
+    ) -> AbstractContextManager[SearchIndex]:
+        """A temporary ``SearchIndex`` over exactly ``items``, searched by the same engine as the
+        live store (same tokenizer, term choice, BM25 and cosine); gone when the context exits.
 
-    def replace_vectors(
-        self, cube_id: str, item_ids: Sequence[str], vectors: Vectors, embedder: str
+        Row i of ``vectors`` is item i's vector; a row of zeros means the item has none (it is
+        left out of the dense channel).  Kept in memory only: nothing of it reaches a disk.
+        """
+
+
+class ErasureStore(Protocol):
+    """Content removed for good, leaving tombstones (ids, times, ops) — DESIGN §5 erasure."""
+
+    def cubes_with_items_of(self, user_id: str) -> list[str]:
+        """The cubes holding items added by ``user_id`` (their ``user_id``), by id."""
+
+    def erase_items(self, item_ids: Sequence[str], actor: str, reason: str | None) -> int:
+        """Remove the items' content everywhere (versions, vectors, full text, event payloads),
+        leaving tombstones; how many were erased (tombstones already are not counted)."""
+
+    def delete_cube(self, cube_id: str, actor: str) -> int:
+        """Delete a cube and all its content (events stay, payloads blanked); the item count."""
+
+
+class UsageStore(Protocol):
+    """LLM calls and tokens counted per cube (DESIGN §8)."""
+
+    def record_usage(self, cube_id: str, prompt_tokens: int, completion_tokens: int) -> None:
+        """Count one LLM call and its tokens against ``cube_id`` (no count is ever lost to a
+        concurrent writer)."""
+
+    def llm_usage(self, cube_id: str) -> LLMUsage:
+        """``cube_id``'s totals so far (zeros for a cube that never used an LLM)."""
+
+
+class ArchiveStore(Protocol):
+    """Whole cubes as ``MemCube`` objects: the store side of export and import (docs/memcube.md)."""
+
+    def read_cube(self, cube_id: str) -> MemCube:
+        """Every row of ``cube_id`` as one consistent snapshot (items in id order, events
+        oldest first).  ``CubeNotFound``; ``ConfigurationError`` if its vectors are not all the
+        cube's embedder's (re-embed it first)."""
+
+    def check_free(self, data: MemCube) -> None:
+        """``AlreadyExists`` if the cube id, an item id or an artifact id of ``data`` is taken."""
+
+    def insert_cube(
+        self, data: MemCube, *, artifact_paths: Mapping[str, str], note: Mapping[str, Any]
     ) -> None:
-        """Swap in new vectors for these items and record ``embedder`` on the cube, atomically."""
+        """Store ``data`` as a new cube (owner: ``data.cube.owner``, given ``admin``), its
+        artifacts' rows at ``artifact_paths`` (by artifact id), and one ``import`` event with
+        payload ``note``; all or nothing.  ``AlreadyExists`` as ``check_free``."""
+
+    def artifact_dir(self, cube_id: str) -> Path:
+        """The directory the files of ``cube_id``'s artifacts are stored in; ``MemCubeError``
+        if this store has none (it lives in memory)."""
 
 
-class SearchIndex(Protocol):
-    """The two retrieval channels; both restrict to ``cube_ids`` and ``filters``."""
-
-    def keyword_search(
-        self, query: str, cube_ids: Sequence[str], filters: Filters, limit: int
-    ) -> list[Scored]:
-        """Best-first BM25 matches (score: negated BM25, higher is better)."""
-
-    def vector_search(
-        self, vector: Vectors, cube_ids: Sequence[str], filters: Filters, limit: int
-    ) -> list[Scored]:
-        """Best-first exact cosine matches (score in [-1, 1])."""
-
-
-class Store(PrincipalStore, ItemStore, SearchIndex, Protocol):
+class Store(
+    PrincipalStore,
+    CubeStore,
+    ItemStore,
+    SearchIndex,
+    HistoryStore,
+    ErasureStore,
+    UsageStore,
+    ArchiveStore,
+    Protocol,
+):
     """A complete backend, plus file-level settings and closing."""
 
-    def get_meta(self, key: str) -> str | None: ...
+    def get_meta(self, key: str) -> str | None:
+        """The file-level setting ``key`` (e.g. the embedder a file was made with), or None."""
 
-    def set_meta(self, key: str, value: str) -> None: ...
+    def set_meta(self, key: str, value: str) -> None:
+        """Set the file-level setting ``key``."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release every connection; the store is unusable afterwards."""

@@ -1,12 +1,12 @@
-"""A cube's rows out of, and into, a ``SQLiteStore``: the database side of MemCube export/import.
+"""``ArchiveStore``: a cube's rows out of, and into, the database (the store side of MemCubes).
 
 ``read_cube`` reads every row of one cube inside one read transaction, so the export is a
 consistent snapshot even while others write.  ``insert_cube`` writes a whole ``MemCube`` inside
-one write transaction, exactly as the store's own writes lay rows out: the cube and its owner's
-``admin`` grant, items (with full-text rows as ``SQLiteStore`` indexes them, and change
-sequence numbers taken from the ``item_seq`` counter so every process's vector mirror picks the
-new rows up), vectors as float32 BLOBs, version snapshots, events (new ``seq``, original times),
-artifact rows, and one ``import`` event.  Either all of it is stored or none of it.
+one write transaction, through the same row writers as the store's own writes (``writes.py``):
+the cube and its owner's ``admin`` grant, items (full-text rows and vectors included, with
+fresh change sequence numbers so every process's vector mirror picks them up), version
+snapshots, events (new ``seq``, original times), artifact rows, and one ``import`` event.
+Either all of it is stored or none of it.
 
 Artifact files live beside the database: ``<db file>.artifacts/<cube_id>/``; a relative
 ``artifacts.path`` is relative to the database file's directory.
@@ -17,8 +17,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,79 +32,98 @@ from memstrata.errors import (
     StorageError,
 )
 from memstrata.memcube import Artifact, MemCube, Vectors
-from memstrata.model import Version, to_epoch
-from memstrata.store.sqlite import rows
-from memstrata.store.sqlite.store import SQLiteStore, fts_body
+from memstrata.model import Event, MemoryItem, Version, to_epoch
+from memstrata.store.base import ArchiveStore
+from memstrata.store.sqlite import rows, writes
+from memstrata.store.sqlite.connection import SQLiteDatabase
 
-_CUBE_COLS = "cube_id, name, owner, kind, settings, embedder, created_at"
-_EVENT_COLS = "seq, at, actor, cube_id, item_id, op, before, after, version, reason"
 _ARTIFACT_COLS = "artifact_id, kind, path, fingerprint, sha256, size_bytes, metadata, created_at"
-_ITEM_INSERT = (
-    f"INSERT INTO items ({', '.join(rows.ITEM_COLUMNS)}, seq) "
-    f"VALUES ({', '.join('?' * len(rows.ITEM_COLUMNS))}, ?)"
-)
 
 
-def artifact_dir(store: SQLiteStore, cube_id: str) -> Path:
-    """Where the files of ``cube_id``'s imported artifacts go; ``MemCubeError`` for ``:memory:``."""
-    if store.path == ":memory:":
-        raise MemCubeError("artifacts need a database file, not ':memory:'")
-    db = Path(store.path)
-    return db.parent / f"{db.name}.artifacts" / cube_id
+class SQLiteArchive(SQLiteDatabase):
+    """``ArchiveStore``: whole cubes read and written as ``MemCube`` objects."""
+
+    def artifact_dir(self, cube_id: str) -> Path:
+        """Where the files of ``cube_id``'s imported artifacts go; ``MemCubeError`` for a database
+        that lives in memory."""
+        if self._in_memory:
+            raise MemCubeError("artifacts need a database file, not ':memory:'")
+        db = Path(self.path)
+        return db.parent / f"{db.name}.artifacts" / cube_id
+
+    def read_cube(self, cube_id: str) -> MemCube:
+        """Every row of ``cube_id`` as a ``MemCube`` (items in id order, events by ``seq``).
+
+        ``CubeNotFound`` if there is no such cube; ``ConfigurationError`` if its vectors were not
+        all written by the cube's embedder (re-embed it first).  Only reads.
+        """
+        with self.snapshot() as conn:
+            found = conn.execute(
+                f"SELECT {rows.CUBE_COLUMNS} FROM cubes WHERE cube_id = ?", (cube_id,)
+            ).fetchone()
+            if found is None:
+                raise CubeNotFound(cube_id)
+            cube = rows.cube_from_row(found)
+            vector_ids, vectors = _vectors(conn, cube_id, cube.embedder)
+            return MemCube(
+                cube=cube,
+                items=_items(conn, cube_id),
+                versions=_versions(conn, cube_id),
+                vector_ids=vector_ids,
+                vectors=vectors,
+                events=_events(conn, cube_id),
+                artifacts=_artifacts(conn, self._artifact_base(), cube_id),
+            )
+
+    def check_free(self, data: MemCube) -> None:
+        """``AlreadyExists`` if the cube id, an item id or an artifact id of ``data`` is taken."""
+        _refuse_taken(self.reader(), data)
+
+    def insert_cube(
+        self, data: MemCube, *, artifact_paths: Mapping[str, str], note: Mapping[str, Any]
+    ) -> None:
+        """Store ``data`` as a new cube owned by ``data.cube.owner``, in one transaction.
+
+        The owner gets ``admin``; the vectors are recorded as ``data.cube.embedder``'s;
+        ``artifact_paths`` gives each artifact's stored file path.  One ``import`` event (actor:
+        the owner, payload ``note``) is appended after the imported events.  ``AlreadyExists`` if
+        the cube id, an item id or an artifact id is taken; nothing is stored then.
+        """
+        cube, now = data.cube, time.time()
+        with self.transaction() as conn:
+            _refuse_taken(conn, data)
+            writes.insert_cube(conn, cube)
+            conn.execute(
+                "INSERT INTO grants (cube_id, user_id, permission, granted_by, granted_at) "
+                "VALUES (?, ?, 'admin', ?, ?)",
+                (cube.cube_id, cube.owner, cube.owner, now),
+            )
+            by_id = dict(zip(data.vector_ids, data.vectors, strict=True))
+            vectors = [by_id.get(item.id) for item in data.items]
+            writes.insert_items(conn, data.items, vectors, cube.embedder)
+            _insert_history(conn, data)
+            _insert_artifacts(conn, data, artifact_paths)
+            conn.execute(
+                "INSERT INTO events (at, actor, cube_id, op, after) VALUES (?, ?, ?, 'import', ?)",
+                (now, cube.owner, cube.cube_id, rows.dumps(dict(note))),
+            )
+
+    def _artifact_base(self) -> Path:
+        """The directory relative artifact paths are relative to."""
+        return Path.cwd() if self._in_memory else Path(self.path).parent
 
 
 # -- reading ---------------------------------------------------------------------------------
 
 
-def read_cube(store: SQLiteStore, cube_id: str) -> MemCube:
-    """Every row of ``cube_id`` as a ``MemCube`` (items in id order, events by ``seq``).
-
-    ``CubeNotFound`` if there is no such cube; ``ConfigurationError`` if its vectors were not
-    all written by the cube's embedder (re-embed it first).  Only reads.
-    """
-    with _snapshot(store) as conn:
-        row = conn.execute(f"SELECT {_CUBE_COLS} FROM cubes WHERE cube_id = ?", (cube_id,))
-        found = row.fetchone()
-        if found is None:
-            raise CubeNotFound(cube_id)
-        cube = rows.cube_from_row(found)
-        items = [
-            rows.item_from_dict(r)
-            for r in conn.execute("SELECT * FROM items WHERE cube_id = ? ORDER BY id", (cube_id,))
-        ]
-        vector_ids, vectors = _vectors(conn, cube_id, cube.embedder)
-        events = [
-            rows.event_from_row(r)
-            for r in conn.execute(
-                f"SELECT {_EVENT_COLS} FROM events WHERE cube_id = ? ORDER BY seq", (cube_id,)
-            )
-        ]
-        return MemCube(
-            cube=cube,
-            items=items,
-            versions=_versions(conn, cube_id),
-            vector_ids=vector_ids,
-            vectors=vectors,
-            events=events,
-            artifacts=_artifacts(conn, store, cube_id),
-        )
+def _items(conn: sqlite3.Connection, cube_id: str) -> list[MemoryItem]:
+    sql = "SELECT * FROM items WHERE cube_id = ? ORDER BY id"
+    return [rows.item_from_dict(r) for r in conn.execute(sql, (cube_id,))]
 
 
-@contextmanager
-def _snapshot(store: SQLiteStore) -> Iterator[sqlite3.Connection]:
-    """This thread's read connection inside one read transaction (one consistent snapshot)."""
-    conn = store.reader()
-    if conn.in_transaction:  # the writer, inside a write transaction: already consistent
-        yield conn
-        return
-    try:
-        conn.execute("BEGIN")
-        try:
-            yield conn
-        finally:
-            conn.execute("ROLLBACK")
-    except sqlite3.Error as exc:
-        raise StorageError(f"reading {store.path} failed: {exc}") from exc
+def _events(conn: sqlite3.Connection, cube_id: str) -> list[Event]:
+    sql = f"SELECT {rows.EVENT_COLUMNS} FROM events WHERE cube_id = ? ORDER BY seq"
+    return [rows.event_from_row(r) for r in conn.execute(sql, (cube_id,))]
 
 
 def _versions(conn: sqlite3.Connection, cube_id: str) -> dict[str, list[Version]]:
@@ -150,14 +168,11 @@ def _dim(fingerprint: str | None) -> int:
     return int(tail) if tail.isdigit() else 0
 
 
-def _artifacts(conn: sqlite3.Connection, store: SQLiteStore, cube_id: str) -> list[Artifact]:
+def _artifacts(conn: sqlite3.Connection, base: Path, cube_id: str) -> list[Artifact]:
     found = conn.execute(
         f"SELECT {_ARTIFACT_COLS} FROM artifacts WHERE cube_id = ? ORDER BY created_at, artifact_id",
         (cube_id,),
     ).fetchall()
-    if not found:
-        return []
-    base = Path.cwd() if store.path == ":memory:" else Path(store.path).parent
     return [
         Artifact(
             artifact_id=artifact_id,
@@ -174,11 +189,6 @@ def _artifacts(conn: sqlite3.Connection, store: SQLiteStore, cube_id: str) -> li
 
 
 # -- writing ---------------------------------------------------------------------------------
-
-
-def check_free(store: SQLiteStore, data: MemCube) -> None:
-    """``AlreadyExists`` if the cube id, an item id or an artifact id of ``data`` is taken."""
-    _refuse_taken(store.reader(), data)
 
 
 def _refuse_taken(conn: sqlite3.Connection, data: MemCube) -> None:
@@ -207,76 +217,10 @@ def _taken(conn: sqlite3.Connection, table: str, column: str, ids: Sequence[str]
     return None
 
 
-def insert_cube(
-    store: SQLiteStore,
-    data: MemCube,
-    *,
-    artifact_paths: Mapping[str, str],
-    note: Mapping[str, Any],
-) -> None:
-    """Store ``data`` as a new cube owned by ``data.cube.owner``, in one transaction.
-
-    The owner gets ``admin``; the vectors are recorded as ``data.cube.embedder``'s;
-    ``artifact_paths`` gives each artifact's stored file path.  One ``import`` event (actor:
-    the owner, payload ``note``) is appended after the imported events.  ``AlreadyExists`` if
-    the cube id, an item id or an artifact id is taken; nothing is stored then.
-    """
-    cube, now = data.cube, time.time()
-    with store.transaction() as conn:
-        _refuse_taken(conn, data)
-        conn.execute(
-            f"INSERT INTO cubes ({_CUBE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (cube.cube_id, cube.name, cube.owner, cube.kind, rows.dumps(cube.settings),
-             cube.embedder, to_epoch(cube.created_at)),
-        )  # fmt: skip
-        conn.execute(
-            "INSERT INTO grants (cube_id, user_id, permission, granted_by, granted_at) "
-            "VALUES (?, ?, 'admin', ?, ?)",
-            (cube.cube_id, cube.owner, cube.owner, now),
-        )
-        _insert_items(conn, data)
-        _insert_history(conn, data)
-        conn.executemany(
-            f"INSERT INTO artifacts ({_ARTIFACT_COLS}, cube_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (a.artifact_id, a.kind, artifact_paths[a.artifact_id], a.fingerprint, a.sha256,
-                 a.size_bytes, rows.dumps(a.metadata), to_epoch(a.created_at), cube.cube_id)
-                for a in data.artifacts
-            ],
-        )  # fmt: skip
-        conn.execute(
-            "INSERT INTO events (at, actor, cube_id, op, after) VALUES (?, ?, ?, 'import', ?)",
-            (now, cube.owner, cube.cube_id, rows.dumps(dict(note))),
-        )
-
-
-def _insert_items(conn: sqlite3.Connection, data: MemCube) -> None:
-    """Items, their full-text rows and vectors, with fresh change sequence numbers."""
-    vectors = dict(zip(data.vector_ids, data.vectors, strict=True))
-    count = len(data.items)
-    # Reserve ``count`` numbers of the change sequence, as SQLiteStore does for its own writes.
-    last = conn.execute(
-        "UPDATE counters SET value = value + ? WHERE name = 'item_seq' RETURNING value", (count,)
-    ).fetchone()[0]
-    for seq, item in enumerate(data.items, int(last) - count + 1):
-        rid = conn.execute(_ITEM_INSERT, (*rows.item_to_row(item), seq)).lastrowid
-        conn.execute(
-            "INSERT INTO items_fts (rowid, body, cube) VALUES (?, ?, ?)",
-            (rid, fts_body(item), item.cube_id),
-        )
-        vector = vectors.get(item.id)
-        if vector is not None:
-            conn.execute(
-                "INSERT INTO vectors (rid, embedder, vector) VALUES (?, ?, ?)",
-                (rid, data.cube.embedder, np.asarray(vector, np.float32).tobytes()),
-            )
-
-
 def _insert_history(conn: sqlite3.Connection, data: MemCube) -> None:
-    """Version snapshots and events, each as the store writes its own."""
+    """Version snapshots and events as the store writes its own, at their original times."""
     conn.executemany(
-        "INSERT INTO item_versions (item_id, version, snapshot, at, actor, reason) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        writes.VERSION_INSERT,
         [
             (item_id, v.version, rows.dumps(rows.item_to_dict(v.item)), to_epoch(v.at),
              v.actor, v.reason)
@@ -285,8 +229,7 @@ def _insert_history(conn: sqlite3.Connection, data: MemCube) -> None:
         ],
     )  # fmt: skip
     conn.executemany(
-        "INSERT INTO events (at, actor, cube_id, item_id, op, before, after, version, reason) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        writes.EVENT_INSERT,
         [
             (to_epoch(e.at), e.actor, data.cube.cube_id, e.item_id, e.op,
              None if e.before is None else rows.dumps(e.before),
@@ -294,3 +237,45 @@ def _insert_history(conn: sqlite3.Connection, data: MemCube) -> None:
             for e in data.events
         ],
     )  # fmt: skip
+
+
+def _insert_artifacts(
+    conn: sqlite3.Connection, data: MemCube, artifact_paths: Mapping[str, str]
+) -> None:
+    conn.executemany(
+        f"INSERT INTO artifacts ({_ARTIFACT_COLS}, cube_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (a.artifact_id, a.kind, artifact_paths[a.artifact_id], a.fingerprint, a.sha256,
+             a.size_bytes, rows.dumps(a.metadata), to_epoch(a.created_at), data.cube.cube_id)
+            for a in data.artifacts
+        ],
+    )  # fmt: skip
+
+
+# -- transitional wrappers (until the core calls the methods) ---------------------------------
+
+
+def artifact_dir(store: ArchiveStore, cube_id: str) -> Path:
+    """``store.artifact_dir``."""
+    return store.artifact_dir(cube_id)
+
+
+def read_cube(store: ArchiveStore, cube_id: str) -> MemCube:
+    """``store.read_cube``."""
+    return store.read_cube(cube_id)
+
+
+def check_free(store: ArchiveStore, data: MemCube) -> None:
+    """``store.check_free``."""
+    store.check_free(data)
+
+
+def insert_cube(
+    store: ArchiveStore,
+    data: MemCube,
+    *,
+    artifact_paths: Mapping[str, str],
+    note: Mapping[str, Any],
+) -> None:
+    """``store.insert_cube``."""
+    store.insert_cube(data, artifact_paths=artifact_paths, note=note)

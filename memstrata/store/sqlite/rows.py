@@ -1,4 +1,8 @@
-"""Mapping between model objects and SQL rows (shared by SQL backends)."""
+"""Mapping between model objects and SQL: rows, column lists, full-text bodies, filter clauses.
+
+Everything here is a pure function of its arguments (no connection), shared by every part of
+the SQLite engine so a row is written and read one way only.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, cast
 
+from memstrata.filters import Filters
 from memstrata.model import (
     ApiKey,
     Cube,
@@ -21,6 +26,7 @@ from memstrata.model import (
     from_epoch,
     to_epoch,
 )
+from memstrata.text import index_body
 
 #: Item columns in table order, except ``rid`` and ``seq`` which the store assigns.
 ITEM_COLUMNS = (
@@ -29,6 +35,9 @@ ITEM_COLUMNS = (
     "created_at", "updated_at", "valid_from", "valid_to", "merged_into", "confidence", "pinned",
     "access_count", "last_accessed_at", "heat", "sources", "segment_id",
 )  # fmt: skip
+USER_COLUMNS = "user_id, name, role, created_at"
+CUBE_COLUMNS = "cube_id, name, owner, kind, settings, embedder, created_at"
+EVENT_COLUMNS = "seq, at, actor, cube_id, item_id, op, before, after, version, reason"
 _TIMES = ("event_time", "created_at", "updated_at", "valid_from", "valid_to", "last_accessed_at")
 _JSON = ("keywords", "tags", "metadata")
 
@@ -158,3 +167,31 @@ def event_from_row(row: Sequence[Any]) -> Event:
         version=version,
         reason=reason,
     )
+
+
+def fts_body(item: MemoryItem) -> str:
+    """What the full-text index holds for an item: its text, key and keywords (cube-prefixed)."""
+    return index_body(" ".join([item.text, item.key or "", *item.keywords]), item.cube_id)
+
+
+def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """A WHERE fragment over ``items i`` for every filter, with its parameters."""
+    clauses = [f"i.status IN ({', '.join('?' * len(filters.statuses))})"]
+    params: list[Any] = list(filters.statuses)
+    for column, values in (("tier", filters.tiers), ("type", filters.types)):
+        if values is not None:
+            clauses.append(f"i.{column} IN ({', '.join('?' * len(values))})")
+            params.extend(values)
+    if filters.session_id is not None:
+        clauses.append("i.session_id = ?")
+        params.append(filters.session_id)
+    if filters.since is not None:
+        clauses.append("i.event_time >= ?")
+        params.append(filters.since.timestamp())
+    if filters.until is not None:
+        clauses.append("i.event_time <= ?")
+        params.append(filters.until.timestamp())
+    for key, value in filters.metadata.items():
+        clauses.append("json_extract(i.metadata, ?) IS ?")
+        params.extend([f'$."{key}"', value])
+    return " AND ".join(clauses), params

@@ -1,6 +1,6 @@
 """``TaskQueue`` over the ``tasks`` table of an SQLite store.
 
-Every write runs in ``SQLiteStore.transaction()`` (one writer, ``BEGIN IMMEDIATE``), which holds
+Every write runs in the store's ``transaction()`` (one writer, ``BEGIN IMMEDIATE``), which holds
 the database's write lock from its first statement: a claim's read and update cannot interleave
 with another thread's or process's, so no two workers get the same claim.  Reads use the calling
 thread's reader connection.
@@ -19,7 +19,7 @@ from memstrata.errors import ValidationError
 from memstrata.model import from_epoch, new_id
 from memstrata.store.queue import MAX_ERROR_CHARS, TASK_STATUSES, Task, TaskStatus
 from memstrata.store.sqlite import rows
-from memstrata.store.sqlite.store import SQLiteStore
+from memstrata.store.sqlite.connection import SQLiteDatabase
 
 _COLUMNS = (
     "task_id, kind, cube_id, payload, status, attempts, max_attempts, run_after, lease_until, "
@@ -60,7 +60,7 @@ def truncate_error(error: str) -> str:
 class SQLiteTaskQueue:
     """``TaskQueue`` stored in ``store``'s file; thread- and process-safe (see the module doc)."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: SQLiteDatabase) -> None:
         self.store = store
 
     def submit(

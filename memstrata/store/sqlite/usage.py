@@ -1,25 +1,19 @@
-"""LLM calls and tokens counted per cube (DESIGN §8), kept in the ``llm_usage`` table.
+"""``UsageStore`` over the ``llm_usage`` table: LLM calls and tokens counted per cube (DESIGN §8).
 
-``record`` adds one completion to a cube's running totals inside one write transaction, so
-concurrent workers (threads or processes) never lose a count.  Thread-safe as the store is.
+``record_usage`` adds one call to a cube's running totals inside one write transaction, so
+concurrent workers (threads or processes) never lose a count.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TypedDict
+from typing import Protocol
 
-from memstrata.llm.base import Completion
-from memstrata.store.sqlite.store import SQLiteStore
+from memstrata.model import LLMUsage
+from memstrata.store.base import UsageStore
+from memstrata.store.sqlite.connection import SQLiteDatabase
 
-
-class LLMUsage(TypedDict):
-    """A cube's totals: chat calls made, prompt tokens sent, completion tokens received."""
-
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-
+__all__ = ["LLMUsage", "SQLiteUsage", "record", "usage"]
 
 _UPSERT = """
 INSERT INTO llm_usage (cube_id, calls, prompt_tokens, completion_tokens, updated_at)
@@ -32,25 +26,47 @@ ON CONFLICT (cube_id) DO UPDATE SET
 """
 
 
-def record(store: SQLiteStore, cube_id: str, completion: Completion) -> None:
-    """Count ``completion`` (one call and its tokens) against ``cube_id``; raises ``StorageError``."""
-    with store.transaction() as conn:
-        conn.execute(
-            _UPSERT,
-            (cube_id, completion.prompt_tokens, completion.completion_tokens, time.time()),
+class SQLiteUsage(SQLiteDatabase):
+    """``UsageStore``: per-cube LLM totals.  Thread- and process-safe."""
+
+    def record_usage(self, cube_id: str, prompt_tokens: int, completion_tokens: int) -> None:
+        """Count one LLM call and its tokens against ``cube_id``; raises ``StorageError``."""
+        with self.transaction() as conn:
+            conn.execute(_UPSERT, (cube_id, prompt_tokens, completion_tokens, time.time()))
+
+    def llm_usage(self, cube_id: str) -> LLMUsage:
+        """``cube_id``'s totals so far (zeros for a cube that never used an LLM)."""
+        row = (
+            self.reader()
+            .execute(
+                "SELECT calls, prompt_tokens, completion_tokens FROM llm_usage WHERE cube_id = ?",
+                (cube_id,),
+            )
+            .fetchone()
         )
+        if row is None:
+            return LLMUsage(calls=0, prompt_tokens=0, completion_tokens=0)
+        return LLMUsage(calls=row[0], prompt_tokens=row[1], completion_tokens=row[2])
 
 
-def usage(store: SQLiteStore, cube_id: str) -> LLMUsage:
-    """``cube_id``'s totals so far (zeros for a cube that never used an LLM)."""
-    row = (
-        store.reader()
-        .execute(
-            "SELECT calls, prompt_tokens, completion_tokens FROM llm_usage WHERE cube_id = ?",
-            (cube_id,),
-        )
-        .fetchone()
-    )
-    if row is None:
-        return LLMUsage(calls=0, prompt_tokens=0, completion_tokens=0)
-    return LLMUsage(calls=row[0], prompt_tokens=row[1], completion_tokens=row[2])
+# -- transitional wrappers (until the core calls the methods) ---------------------------------
+
+
+class _Counted(Protocol):
+    """What ``record`` reads of a completion (``memstrata.llm.Completion`` has it)."""
+
+    @property
+    def prompt_tokens(self) -> int: ...
+
+    @property
+    def completion_tokens(self) -> int: ...
+
+
+def record(store: UsageStore, cube_id: str, completion: _Counted) -> None:
+    """``store.record_usage`` for one completion."""
+    store.record_usage(cube_id, completion.prompt_tokens, completion.completion_tokens)
+
+
+def usage(store: UsageStore, cube_id: str) -> LLMUsage:
+    """``store.llm_usage``."""
+    return store.llm_usage(cube_id)

@@ -1,0 +1,240 @@
+"""The connections of one SQLite database: what every part of ``SQLiteStore`` stands on.
+
+Concurrency, datasette-style: one writer connection used under a lock with ``BEGIN IMMEDIATE``
+(so a write never starts a transaction it cannot finish), and one read connection per thread.
+Other processes may open the same file; ``busy_timeout`` makes their writers queue, and vector
+mirrors see their changes through the change sequence (see ``vectors.py``).  ``synchronous=FULL``
+makes a commit durable before a write method returns.
+
+``path`` is a file name, or a ``file:…?mode=memory&cache=shared`` URI (see ``memory_uri``) for a
+database that lives in this process's memory only and goes with its last connection.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from memstrata.errors import MemstrataError, NotOurDatabase, SchemaTooNew, StorageError
+from memstrata.store.sqlite import schema
+from memstrata.store.sqlite.vectors import VectorCache
+
+#: Seconds a term's posting count is remembered for choosing query terms (see ``search.py``).
+POSTINGS_TTL_S = 60.0
+POSTINGS_CACHE_SIZE = 50_000
+
+
+def memory_uri() -> str:
+    """A fresh URI naming a private in-memory database (shared by the connections that open it).
+
+    Nothing written to it reaches a disk: no file, no journal, and temporary tables and sorts
+    kept in memory too (see ``SQLiteDatabase``).
+    """
+    return f"file:memstrata-scratch-{uuid.uuid4().hex}?mode=memory&cache=shared"
+
+
+class PostingsCache:
+    """Term posting counts with their age: ``(cube prefixes, term) → (count, monotonic time)``.
+
+    Thread-safe.  Counts only choose which query terms to keep, so one a little stale is
+    harmless; writes that remove content (erasure, cube deletion) clear it all the same.
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[tuple[str, ...], str], tuple[int, float]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[tuple[str, ...], str]) -> int | None:
+        """The count remembered for ``key`` if younger than ``POSTINGS_TTL_S``, else None."""
+        with self._lock:
+            found = self._counts.get(key)
+        if found is None or time.monotonic() - found[1] >= POSTINGS_TTL_S:
+            return None
+        return found[0]
+
+    def put(self, key: tuple[tuple[str, ...], str], count: int) -> None:
+        with self._lock:
+            if len(self._counts) >= POSTINGS_CACHE_SIZE:
+                self._counts.clear()  # crude, but bounded and rare
+            self._counts[key] = (count, time.monotonic())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._counts.clear()
+
+
+class SQLiteDatabase:
+    """One SQLite database: its writer, per-thread readers, file settings and search caches.
+
+    Thread-safe; safe to share a file between processes.  The Protocol parts of ``SQLiteStore``
+    (users, cubes, items, …) are subclasses of this class, so they share one set of connections.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout_ms: int = 10000,
+        synchronous: str = "FULL",
+        keyword_max_postings: int = 5000,
+        foreign_keys: bool = True,
+    ) -> None:
+        """Open (creating and migrating if needed) the database at ``path``.
+
+        ``foreign_keys=False`` only for a scratch copy holding items without their cubes' rows.
+        Raises ``NotOurDatabase``, ``SchemaTooNew`` or ``StorageError``.
+        """
+        self.path = str(path)
+        self._foreign_keys = foreign_keys
+        self._in_memory = self.path == ":memory:" or "mode=memory" in self.path
+        self._max_postings = keyword_max_postings
+        self._postings = PostingsCache()
+        self._busy_timeout_ms = busy_timeout_ms
+        self._synchronous = synchronous
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._writing_thread: int | None = None
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._vectors = VectorCache()
+        if not self._in_memory:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._writer = self._connect()
+        self._prepare()
+
+    # -- connections -------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self._busy_timeout_ms / 1000,
+                uri=self.path.startswith("file:"),
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open database {self.path}: {exc}") from exc
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        if self._in_memory:
+            # Sorts and temporary indexes would otherwise spill to temporary files.
+            conn.execute("PRAGMA temp_store = MEMORY")
+        return conn
+
+    def _prepare(self) -> None:
+        """Check the file is ours (or empty), switch on WAL, and migrate it forward."""
+        conn = self._writer
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise NotOurDatabase(self.path, f"not an SQLite database: {exc}") from exc
+        if app_id != schema.APPLICATION_ID and n_tables:
+            conn.close()
+            raise NotOurDatabase(self.path, "it holds another application's tables")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        conn.execute(f"PRAGMA foreign_keys = {'ON' if self._foreign_keys else 'OFF'}")
+        # Freed pages are zeroed, so erased content does not linger in the file's free list.
+        conn.execute("PRAGMA secure_delete = ON")
+        found = schema.current_version(conn)
+        if found > schema.LATEST:
+            conn.close()
+            raise SchemaTooNew(self.path, found, schema.LATEST)
+        if found < schema.LATEST:
+            with self.transaction() as tx:
+                tx.execute(f"PRAGMA application_id = {schema.APPLICATION_ID}")
+                schema.migrate(tx)
+
+    def reader(self) -> sqlite3.Connection:
+        """This thread's read connection (the writer's, inside a write transaction)."""
+        if self._writing_thread == threading.get_ident():
+            return self._writer
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (nested uses join the outer one); commits before returning."""
+        with self._lock:
+            conn = self._writer
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield conn
+                finally:
+                    self._depth -= 1
+                return
+            self._depth = 1
+            self._writing_thread = threading.get_ident()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    # After SQLITE_FULL, IOERR or NOMEM SQLite has rolled back already.
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            except MemstrataError:
+                raise
+            except sqlite3.Error as exc:
+                raise StorageError(f"write to {self.path} failed: {exc}") from exc
+            finally:
+                self._depth = 0
+                self._writing_thread = None
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """This thread's read connection inside one read transaction: one consistent view of
+        the database however many queries are made, while others write."""
+        conn = self.reader()
+        if conn.in_transaction:  # the writer, inside a write transaction: already consistent
+            yield conn
+            return
+        try:
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            raise StorageError(f"reading {self.path} failed: {exc}") from exc
+
+    def close(self) -> None:
+        """Close every connection (the readers of all threads too); the store is unusable after."""
+        with self._lock:
+            for conn in [*self._readers, self._writer]:
+                conn.close()
+            self._readers.clear()
+
+    def _forget(self, cube_ids: Iterable[str]) -> None:
+        """Drop what the caches know of these cubes (after a write that removed content)."""
+        for cube_id in cube_ids:
+            self._vectors.forget(cube_id)
+        self._postings.clear()
+
+    # -- meta --------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """The file-level setting ``key`` (the embedder a file was made with, …), or None."""
+        row = self.reader().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set the file-level setting ``key``."""
+        with self.transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))

@@ -1,0 +1,69 @@
+"""``CubeStore`` over the ``cubes`` and ``grants`` tables."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memstrata.errors import AlreadyExists
+from memstrata.model import Cube, Grant, to_epoch
+from memstrata.store.sqlite import rows, writes
+from memstrata.store.sqlite.connection import SQLiteDatabase
+
+
+class SQLiteCubes(SQLiteDatabase):
+    """``CubeStore``: cubes and who may use them, each change an event."""
+
+    def put_cube(self, cube: Cube) -> None:
+        with self.transaction() as conn:
+            try:
+                writes.insert_cube(conn, cube)
+            except sqlite3.IntegrityError as exc:
+                raise AlreadyExists("cube", cube.cube_id) from exc
+            after = {"name": cube.name}
+            writes.event(conn, cube.owner, cube.cube_id, None, "create_cube", after=after)
+            self.put_grant(Grant(cube.cube_id, cube.owner, "admin", cube.owner, cube.created_at))
+
+    def get_cube(self, cube_id: str) -> Cube | None:
+        sql = f"SELECT {rows.CUBE_COLUMNS} FROM cubes WHERE cube_id = ?"
+        row = self.reader().execute(sql, (cube_id,)).fetchone()
+        return None if row is None else rows.cube_from_row(row)
+
+    def list_cubes(self, user_id: str) -> list[Cube]:
+        sql = (
+            f"SELECT {', '.join('c.' + c for c in rows.CUBE_COLUMNS.split(', '))} FROM cubes c "
+            "JOIN grants g ON g.cube_id = c.cube_id WHERE g.user_id = ? "
+            "ORDER BY c.created_at, c.cube_id"
+        )
+        return [rows.cube_from_row(r) for r in self.reader().execute(sql, (user_id,))]
+
+    def put_grant(self, grant: Grant) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO grants (cube_id, user_id, permission, granted_by, "
+                "granted_at) VALUES (?, ?, ?, ?, ?)",
+                (grant.cube_id, grant.user_id, grant.permission, grant.granted_by,
+                 to_epoch(grant.granted_at)),
+            )  # fmt: skip
+            after = {"user_id": grant.user_id, "permission": grant.permission}
+            writes.event(conn, grant.granted_by, grant.cube_id, None, "grant", after=after)
+
+    def delete_grant(self, cube_id: str, user_id: str, actor: str) -> bool:
+        with self.transaction() as conn:
+            done = conn.execute(
+                "DELETE FROM grants WHERE cube_id = ? AND user_id = ?", (cube_id, user_id)
+            ).rowcount
+            if done:
+                writes.event(conn, actor, cube_id, None, "revoke", after={"user_id": user_id})
+            return bool(done)
+
+    def list_grants(self, cube_id: str) -> list[Grant]:
+        sql = (
+            "SELECT cube_id, user_id, permission, granted_by, granted_at FROM grants "
+            "WHERE cube_id = ? ORDER BY granted_at, user_id"
+        )
+        return [rows.grant_from_row(r) for r in self.reader().execute(sql, (cube_id,))]
+
+    def permission(self, cube_id: str, user_id: str) -> str | None:
+        sql = "SELECT permission FROM grants WHERE cube_id = ? AND user_id = ?"
+        row = self.reader().execute(sql, (cube_id, user_id)).fetchone()
+        return None if row is None else str(row[0])

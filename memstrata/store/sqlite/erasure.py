@@ -1,0 +1,108 @@
+"""``ErasureStore``: content removed for good (GDPR-style erasure and cube deletion).
+
+Both writes leave tombstones (ids, times, ops) and remove everything said: item text and
+fields, versions, vectors, full-text rows and event payloads.  The full-text index is then
+optimised so no old segment keeps the words, and freed pages are zeroed (``secure_delete``),
+so after a WAL checkpoint and ``VACUUM`` the content is nowhere in the files.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+
+from memstrata.store.sqlite import writes
+from memstrata.store.sqlite.connection import SQLiteDatabase
+
+# An erased item keeps identity, placement and times; everything said in it goes.
+_ERASE = (
+    "UPDATE items SET text = '', key = NULL, keywords = '[]', tags = '[]', metadata = '{}', "
+    "speaker = NULL, external_id = NULL, sources = '[]', status = 'deleted', "
+    "version = version + 1, updated_at = ?, seq = ? WHERE rid = ?"
+)
+_BLANK_EVENTS = "UPDATE events SET before = NULL, after = NULL, reason = NULL"
+_OPTIMIZE = "INSERT INTO items_fts (items_fts) VALUES ('optimize')"
+
+
+class SQLiteErasure(SQLiteDatabase):
+    """``ErasureStore`` over the item, version, vector, full-text and event tables."""
+
+    def cubes_with_items_of(self, user_id: str) -> list[str]:
+        sql = "SELECT DISTINCT cube_id FROM items WHERE user_id = ? ORDER BY cube_id"
+        return [r[0] for r in self.reader().execute(sql, (user_id,))]
+
+    def erase_items(self, item_ids: Sequence[str], actor: str, reason: str | None) -> int:
+        """Remove the content of items for good, leaving tombstones; returns how many.
+
+        In one transaction: each item row keeps its id, cube, placement and times but loses its
+        text, key, keywords, tags, metadata, speaker, external id and sources, and becomes
+        ``deleted``; its versions, vector and full-text row go; its events keep op, time and
+        actor with payloads blanked; tasks that name it are dropped (unless running); an
+        ``erase`` event is added.  Items erased before are not counted again.
+        """
+        erased: set[str] = set()
+        cubes: set[str] = set()
+        with self.transaction() as conn:
+            for start in range(0, len(item_ids), 500):
+                chunk = list(item_ids[start : start + 500])
+                for item_id, cube_id in _erase_chunk(conn, chunk, actor, reason):
+                    erased.add(item_id)
+                    cubes.add(cube_id)
+            if erased:
+                conn.execute(_OPTIMIZE)
+        self._forget(cubes)
+        return len(erased)
+
+    def delete_cube(self, cube_id: str, actor: str) -> int:
+        """Delete a cube and everything in it; returns how many items went.
+
+        Items, versions, vectors, full-text rows, tasks, grants, artifacts and usage go; the
+        cube's events stay as tombstones (op, time, actor) with their payloads blanked.
+        """
+        with self.transaction() as conn:
+            in_cube = "SELECT rid FROM items WHERE cube_id = ?"
+            conn.execute(f"DELETE FROM items_fts WHERE rowid IN ({in_cube})", (cube_id,))
+            conn.execute(f"DELETE FROM vectors WHERE rid IN ({in_cube})", (cube_id,))
+            conn.execute(
+                "DELETE FROM item_versions WHERE item_id IN "
+                "(SELECT id FROM items WHERE cube_id = ?)",
+                (cube_id,),
+            )
+            count = conn.execute("DELETE FROM items WHERE cube_id = ?", (cube_id,)).rowcount
+            for table in ("tasks", "grants", "artifacts", "llm_usage"):
+                conn.execute(f"DELETE FROM {table} WHERE cube_id = ?", (cube_id,))
+            conn.execute(f"{_BLANK_EVENTS} WHERE cube_id = ?", (cube_id,))
+            conn.execute("DELETE FROM cubes WHERE cube_id = ?", (cube_id,))
+            writes.event(conn, actor, cube_id, None, "delete_cube", after={"items": count})
+            conn.execute(_OPTIMIZE)
+        self._forget([cube_id])
+        return int(count)
+
+
+def _erase_chunk(
+    conn: sqlite3.Connection, chunk: list[str], actor: str, reason: str | None
+) -> list[tuple[str, str]]:
+    """Erase the items of ``chunk`` (at most 500 ids) not erased before; their (id, cube)."""
+    marks = ", ".join("?" * len(chunk))
+    found = conn.execute(  # tombstones (erased before) are not counted again
+        f"SELECT rid, id, cube_id FROM items WHERE id IN ({marks}) "
+        "AND NOT (status = 'deleted' AND text = '')",
+        chunk,
+    ).fetchall()
+    if not found:
+        return []
+    rids = [r[0] for r in found]
+    rid_marks = ", ".join("?" * len(rids))
+    conn.execute(f"DELETE FROM items_fts WHERE rowid IN ({rid_marks})", rids)
+    conn.execute(f"DELETE FROM vectors WHERE rid IN ({rid_marks})", rids)
+    conn.execute(f"DELETE FROM item_versions WHERE item_id IN ({marks})", chunk)
+    conn.execute(f"{_BLANK_EVENTS} WHERE item_id IN ({marks})", chunk)
+    seq = writes.next_seq(conn, len(found))
+    for n, (rid, item_id, cube_id) in enumerate(found):
+        conn.execute(_ERASE, (time.time(), seq - n, rid))
+        conn.execute(
+            "DELETE FROM tasks WHERE status != 'running' AND payload LIKE ?", (f"%{item_id}%",)
+        )
+        writes.event(conn, actor, cube_id, item_id, "erase", reason=reason)
+    return [(item_id, cube_id) for _, item_id, cube_id in found]

@@ -1,0 +1,109 @@
+"""``SearchIndex``: the keyword (FTS5 BM25) and dense (exact cosine) channels.
+
+The same class serves the live database and the scratch copies ``HistoryStore.scratch_index``
+makes of a past state, so both are ranked by one engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from memstrata.filters import Filters
+from memstrata.store.base import Scored, Vectors
+from memstrata.store.sqlite import rows
+from memstrata.store.sqlite.items import SQLiteItems
+from memstrata.text import any_of, cube_prefix, query_terms
+
+
+class SQLiteSearch(SQLiteItems):
+    """``SearchIndex`` over the items (``get_items`` and ``next_turns`` are ``SQLiteItems``')."""
+
+    def keyword_search(
+        self, query: str, cube_ids: Sequence[str], filters: Filters, limit: int
+    ) -> list[Scored]:
+        """BM25 over the item text of ``cube_ids`` (their prefixed terms, see ``text``).
+
+        Cost grows with the postings a query touches, so only the query's rarest terms are
+        kept, up to ``keyword_max_postings`` matches in these cubes (always at least one term):
+        the common terms dropped carry the least BM25 weight, and the dense channel still sees
+        the whole query.
+        """
+        prefixes = [cube_prefix(c) for c in dict.fromkeys(cube_ids)]
+        terms = self._rarest_terms(prefixes, query_terms(query))
+        if not terms:
+            return []
+        expression = f"body : {any_of([p + t for p in prefixes for t in terms])}"
+        where, params = rows.filter_sql(filters)
+        sql = (
+            "SELECT i.id, f.score FROM (SELECT rowid, bm25(items_fts, 1.0, 0.0) AS score "
+            "FROM items_fts WHERE items_fts MATCH ? ORDER BY score LIMIT ?) AS f "
+            f"JOIN items i ON i.rid = f.rowid WHERE i.cube_id IN ({', '.join('?' * len(cube_ids))}) "
+            f"AND {where} ORDER BY f.score LIMIT ?"
+        )
+        conn = self.reader()
+        # Rank in the index first and filter a few times ``limit`` rows; only when filters
+        # reject too many is every match joined and filtered.
+        args = [*cube_ids, *params, limit]
+        found = conn.execute(sql, [expression, 4 * limit, *args]).fetchall()
+        if len(found) < limit:
+            found = conn.execute(sql, [expression, -1, *args]).fetchall()
+        return [(r[0], -float(r[1])) for r in found]
+
+    def _postings_of(self, prefixes: list[str], term: str) -> int:
+        """How many items of these cubes hold ``term`` (remembered a while: see ``PostingsCache``).
+
+        Remembering the count saves a query per term on every search.
+        """
+        key = (tuple(prefixes), term)
+        count = self._postings.get(key)
+        if count is None:
+            sql = "SELECT count(*) FROM items_fts WHERE items_fts MATCH ?"
+            expression = f"body : {any_of([p + term for p in prefixes])}"
+            count = int(self.reader().execute(sql, (expression,)).fetchone()[0])
+            self._postings.put(key, count)
+        return count
+
+    def _rarest_terms(self, prefixes: list[str], terms: list[str]) -> list[str]:
+        """``terms`` found in these cubes, rarest first, within the postings budget."""
+        counted = [(count, term) for term in terms if (count := self._postings_of(prefixes, term))]
+        counted.sort()
+        kept: list[str] = []
+        total = 0
+        for count, term in counted:
+            if kept and total + count > self._max_postings:
+                break
+            kept.append(term)
+            total += count
+        return kept
+
+    def vector_search(
+        self, vector: Vectors, cube_ids: Sequence[str], filters: Filters, limit: int
+    ) -> list[Scored]:
+        """Best-first exact cosine over each cube's in-memory mirror, refreshed first."""
+        found: list[Scored] = []
+        for cube_id in cube_ids:
+            cube = self._vectors.refreshed(cube_id, self._changed_rows)
+            allowed = self._metadata_matches(cube_id, filters) if filters.metadata else None
+            with self._vectors.single_threaded():
+                found.extend(cube.search(vector, filters, limit, allowed))
+        found.sort(key=lambda hit: -hit[1])
+        return found[:limit]
+
+    def _changed_rows(self, cube_id: str, since_seq: int) -> Iterator[tuple[Any, ...]]:
+        """The mirror's rows (``vectors.Row``) of items changed after ``since_seq``, by seq."""
+        cursor = self.reader().execute(
+            "SELECT i.id, i.seq, i.status, i.tier, i.type, i.session_id, i.event_time, v.vector "
+            "FROM items i LEFT JOIN vectors v ON v.rid = i.rid "
+            "WHERE i.cube_id = ? AND i.seq > ? ORDER BY i.seq",
+            (cube_id, since_seq),
+        )
+        while batch := cursor.fetchmany(4096):
+            yield from (tuple(r) for r in batch)
+
+    def _metadata_matches(self, cube_id: str, filters: Filters) -> list[str]:
+        """Ids of the cube's items passing the metadata filters (checked in SQL, not the mirror)."""
+        only = Filters(statuses=filters.statuses, metadata=filters.metadata)
+        where, params = rows.filter_sql(only)
+        sql = f"SELECT i.id FROM items i WHERE i.cube_id = ? AND {where}"
+        return [r[0] for r in self.reader().execute(sql, [cube_id, *params])]
