@@ -6,7 +6,8 @@
     ├── ValidationError        (422)   bad input: empty content, a malformed filter, a bad id
     ├── Unauthenticated        (401)   a missing, unknown or revoked API key
     ├── NotFoundError          (404)   UserNotFound, CubeNotFound, ItemNotFound
-    ├── PermissionDenied       (403)   the caller lacks the read/write/admin grant it needs
+    ├── PermissionDenied       (403)   the caller lacks the read/write/admin grant it needs;
+    │                                  AdminRequired, OwnDataOnly
     ├── ConflictError          (409)   AlreadyExists; an external id reused with other content
     ├── ConfigurationError     (400)   EmbedderMismatch, an unknown embedder, a bad settings value
     ├── MemCubeError           (400)   a MemCube export target that exists; a corrupt or unsafe MemCube
@@ -91,6 +92,19 @@ class PermissionDenied(MemstrataError):
         super().__init__(
             f"user {user_id!r} may not {needed} cube {cube_id!r}",
             hint=f"ask a cube admin to grant {needed!r}",
+        )
+
+
+class OwnDataOnly(PermissionDenied):
+    """A subject erasure asked with ``own_data_only`` (as agents ask) named another user."""
+
+    def __init__(self, user_id: str) -> None:
+        self.user_id, self.cube_id, self.needed = user_id, "", "erase"
+        MemstrataError.__init__(
+            self,
+            f"subject_user_id must be you ({user_id!r}): an agent may erase only its own "
+            "user's data",
+            hint="an administrator erases another user's data outside MCP",
         )
 
 

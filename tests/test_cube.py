@@ -36,7 +36,6 @@ from memstrata.errors import (
     ValidationError,
 )
 from memstrata.memcube import FORMAT_VERSION, ITEM_FIELDS, write_cube
-from memstrata.memory.cubes import export_cube, import_cube
 from memstrata.store.sqlite import interchange
 from memstrata.text import embedding_text
 
@@ -63,7 +62,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An export (directory) of ``build``'s cube, made once for the tests that damage a copy."""
     folder = tmp_path_factory.mktemp("pristine")
     with MemoryOS.open(str(folder / "source.db"), workers=0) as m:
-        export_cube(m, build(m, folder), folder / "export", user_id="ann")
+        m.export(build(m, folder), folder / "export", user_id="ann")
     return folder / "export"
 
 
@@ -153,7 +152,7 @@ def test_export_writes_every_file_with_counts_and_checksums(
     mos: MemoryOS, cube: str, tmp_path: Path
 ) -> None:
     before = counts(mos)
-    result = export_cube(mos, cube, tmp_path / "out", user_id="ann")
+    result = mos.export(cube, tmp_path / "out", user_id="ann")
     root = tmp_path / "out"
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) == sorted(
         ["cube.json", *FILES, "artifacts/000001.kv"]
@@ -201,8 +200,8 @@ def test_export_writes_every_file_with_counts_and_checksums(
 def test_a_tar_export_holds_the_same_files_and_is_reproducible(
     mos: MemoryOS, cube: str, tmp_path: Path
 ) -> None:
-    export_cube(mos, cube, tmp_path / "dir", user_id="ann")
-    export_cube(mos, cube, tmp_path / "cube.tar.gz", user_id="ann")
+    mos.export(cube, tmp_path / "dir", user_id="ann")
+    mos.export(cube, tmp_path / "cube.tar.gz", user_id="ann")
     with tarfile.open(tmp_path / "cube.tar.gz") as tar:
         members = tar.getmembers()
         assert [m.name for m in members] == ["cube.json", *FILES, "artifacts/000001.kv"]
@@ -226,20 +225,20 @@ def test_an_export_never_overwrites(mos: MemoryOS, cube: str, tmp_path: Path) ->
     (tmp_path / "file").write_text("mine")
     for target in (full, tmp_path / "taken.tar.gz", tmp_path / "file", tmp_path / "no/such/dir"):
         with pytest.raises(MemCubeError):
-            export_cube(mos, cube, target, user_id="ann")
+            mos.export(cube, target, user_id="ann")
     assert [p.name for p in full.iterdir()] == ["keep.txt"]
     assert (tmp_path / "taken.tar.gz").read_text() == "mine"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".memcube-")]
     (tmp_path / "empty").mkdir()
-    export_cube(mos, cube, tmp_path / "empty", user_id="ann")  # an empty directory is filled
+    mos.export(cube, tmp_path / "empty", user_id="ann")  # an empty directory is filled
     assert (tmp_path / "empty" / "cube.json").is_file()
 
 
 def test_an_export_needs_admin_on_the_cube(mos: MemoryOS, cube: str, tmp_path: Path) -> None:
     with pytest.raises(PermissionDenied):
-        export_cube(mos, cube, tmp_path / "out", user_id="bob")  # bob may only read
+        mos.export(cube, tmp_path / "out", user_id="bob")  # bob may only read
     with pytest.raises(CubeNotFound):
-        export_cube(mos, "nope", tmp_path / "out", user_id="ann")
+        mos.export("nope", tmp_path / "out", user_id="ann")
     assert not (tmp_path / "out").exists()
 
 
@@ -248,12 +247,12 @@ def test_an_export_refuses_a_cube_it_cannot_write_whole(
 ) -> None:
     (tmp_path / "stable-context.kv").unlink()  # the artifact's file is gone
     with pytest.raises(MemCubeError, match="artifact 'kv-1'"):
-        export_cube(mos, cube, tmp_path / "out", user_id="ann")
+        mos.export(cube, tmp_path / "out", user_id="ann")
     with mos.store.transaction() as conn:  # type: ignore[attr-defined]
         conn.execute("DELETE FROM artifacts")
         conn.execute("UPDATE vectors SET embedder = 'older-model/384' WHERE rid = 1")
     with pytest.raises(ConfigurationError, match="re-embed"):
-        export_cube(mos, cube, tmp_path / "out", user_id="ann")
+        mos.export(cube, tmp_path / "out", user_id="ann")
     assert not (tmp_path / "out").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".memcube-")]
 
@@ -261,10 +260,10 @@ def test_an_export_refuses_a_cube_it_cannot_write_whole(
 def test_an_empty_cube_round_trips(mos: MemoryOS, other: MemoryOS, tmp_path: Path) -> None:
     mos.create_user("ann")
     mos.create_cube("empty", owner="ann", cube_id="empty", kind="session")
-    export_cube(mos, "empty", tmp_path / "empty.tar.gz", user_id="ann")
-    imported = import_cube(other, tmp_path / "empty.tar.gz", owner="ann")
+    mos.export("empty", tmp_path / "empty.tar.gz", user_id="ann")
+    imported = other.import_cube(tmp_path / "empty.tar.gz", owner="ann")
     assert (imported.cube_id, imported.kind) == ("empty", "session")
-    export_cube(other, "empty", tmp_path / "again", user_id="ann")
+    other.export("empty", tmp_path / "again", user_id="ann")
     assert np.load(tmp_path / "again" / "vectors.npy", allow_pickle=False).shape == (0, 384)
     assert lines(tmp_path / "again" / "items.jsonl") == []
     other.add("now it has a turn", user_id="ann", cube_id="empty")
@@ -281,11 +280,11 @@ def test_import_then_export_round_trips_to_identical_files(
     ``exported_at``, and the one ``import`` event the import appends (with the count and
     checksum of events.jsonl that follow from it)."""
     first, second = tmp_path / "first", tmp_path / "second"
-    export_cube(mos, cube, first, user_id="ann")
-    export_cube(mos, cube, tmp_path / "first.tar.gz", user_id="ann")
-    imported = import_cube(other, tmp_path / "first.tar.gz", owner="ann")
+    mos.export(cube, first, user_id="ann")
+    mos.export(cube, tmp_path / "first.tar.gz", user_id="ann")
+    imported = other.import_cube(tmp_path / "first.tar.gz", owner="ann")
     assert (imported.cube_id, imported.owner, imported.kind) == ("notes", "ann", "agent")
-    export_cube(other, "notes", second, user_id="ann")
+    other.export("notes", second, user_id="ann")
 
     for name in [*FILES, "artifacts/000001.kv"]:
         if name != "events.jsonl":
@@ -310,9 +309,9 @@ def test_import_then_export_round_trips_to_identical_files(
 def test_an_imported_cube_works_like_the_original(
     mos: MemoryOS, other: MemoryOS, cube: str, tmp_path: Path
 ) -> None:
-    export_cube(mos, cube, tmp_path / "out", user_id="ann")
+    mos.export(cube, tmp_path / "out", user_id="ann")
     other.create_user("bob")
-    import_cube(other, tmp_path / "out", owner="ann")
+    other.import_cube(tmp_path / "out", owner="ann")
     assert other.store.permission("notes", "ann") == "admin"
     assert other.store.permission("notes", "bob") is None  # grants are not imported
     edited = next(i for i in mos.list_memories(cube, user_id="ann") if i.text.startswith("I still"))
@@ -333,10 +332,10 @@ def test_import_with_new_ids_rewrites_every_reference(
     mos: MemoryOS, cube: str, tmp_path: Path
 ) -> None:
     first, copy = tmp_path / "first", tmp_path / "copy"
-    export_cube(mos, cube, first, user_id="ann")
-    imported = import_cube(mos, first, owner="bob", keep_ids=False)
+    mos.export(cube, first, user_id="ann")
+    imported = mos.import_cube(first, owner="bob", keep_ids=False)
     assert imported.cube_id != cube and imported.owner == "bob"
-    export_cube(mos, imported.cube_id, copy, user_id="bob")
+    mos.export(imported.cube_id, copy, user_id="bob")
     old = [i["id"] for i in lines(first / "items.jsonl")]
     new = [i["id"] for i in lines(copy / "items.jsonl")]
     assert not set(old) & set(new)
@@ -366,7 +365,7 @@ def test_import_with_new_ids_rewrites_every_reference(
     ]
     assert references and set(references) <= set(new)
     # the original is untouched, and both cubes answer alike
-    export_cube(mos, cube, tmp_path / "again", user_id="ann")
+    mos.export(cube, tmp_path / "again", user_id="ann")
     for name in FILES:
         assert (first / name).read_bytes() == (tmp_path / "again" / name).read_bytes()
     hits = mos.search("hiking", user_id="bob", cube_ids=[imported.cube_id])
@@ -374,25 +373,25 @@ def test_import_with_new_ids_rewrites_every_reference(
 
 
 def test_taken_ids_are_refused_and_change_nothing(mos: MemoryOS, cube: str, tmp_path: Path) -> None:
-    export_cube(mos, cube, tmp_path / "out", user_id="ann")
+    mos.export(cube, tmp_path / "out", user_id="ann")
     before = counts(mos)
     with pytest.raises(AlreadyExists, match="cube 'notes'"):
-        import_cube(mos, tmp_path / "out", owner="ann")
+        mos.import_cube(tmp_path / "out", owner="ann")
     with pytest.raises(AlreadyExists, match="remap-ids"):  # new cube id, but the items' are taken
-        import_cube(mos, tmp_path / "out", owner="ann", cube_id="copy")
+        mos.import_cube(tmp_path / "out", owner="ann", cube_id="copy")
     assert counts(mos) == before
     assert not (tmp_path / "memory.db.artifacts").exists()
 
 
 def test_import_checks_its_arguments(mos: MemoryOS, cube: str, tmp_path: Path) -> None:
-    export_cube(mos, cube, tmp_path / "out", user_id="ann")
+    mos.export(cube, tmp_path / "out", user_id="ann")
     before = counts(mos)
     with pytest.raises(UserNotFound):
-        import_cube(mos, tmp_path / "out", owner="nobody", keep_ids=False)
+        mos.import_cube(tmp_path / "out", owner="nobody", keep_ids=False)
     with pytest.raises(ValidationError):
-        import_cube(mos, tmp_path / "out", owner="ann", cube_id="../bad")
+        mos.import_cube(tmp_path / "out", owner="ann", cube_id="../bad")
     with pytest.raises(ValidationError):
-        import_cube(mos, tmp_path / "out", owner="ann", keep_ids="no")  # type: ignore[arg-type]
+        mos.import_cube(tmp_path / "out", owner="ann", keep_ids="no")  # type: ignore[arg-type]
     assert counts(mos) == before
 
 
@@ -417,9 +416,9 @@ def test_another_embedder_is_refused_unless_reembed(
     foreign(exported)
     before = counts(other)
     with pytest.raises(ConfigurationError, match="other-model/8"):
-        import_cube(other, tmp_path / "out", owner="ann")
+        other.import_cube(tmp_path / "out", owner="ann")
     assert counts(other) == before
-    imported = import_cube(other, tmp_path / "out", owner="ann", reembed=True)
+    imported = other.import_cube(tmp_path / "out", owner="ann", reembed=True)
     assert imported.embedder == fingerprint(other.embedder)
     ids = json.loads((tmp_path / "out" / "vectors.ids.json").read_text())
     items = other.store.get_items(ids)
@@ -435,7 +434,7 @@ def test_a_format_version_from_the_future_is_refused(
     before = counts(other)
     for reembed in (False, True):
         with pytest.raises(ConfigurationError, match=r"format version 2.*upgrade memstrata"):
-            import_cube(other, tmp_path / "out", owner="ann", reembed=reembed)
+            other.import_cube(tmp_path / "out", owner="ann", reembed=reembed)
     assert counts(other) == before
 
 
@@ -448,12 +447,12 @@ def test_the_memcube_written_by_another_tool_in_the_docs_imports(
     (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "docs/memcube.md", "exec"), {})
-    imported = import_cube(other, tmp_path / "facts-memcube", owner="ann")
+    imported = other.import_cube(tmp_path / "facts-memcube", owner="ann")
     assert imported.settings == {} and imported.embedder == fingerprint(other.embedder)
     (stored,) = other.list_memories("facts", user_id="ann")
     assert (stored.id, stored.text, stored.keywords) == ("fact-1", "Ann lives in Porto", [])
     assert other.search("Porto", user_id="ann")[0].item.id == "fact-1"  # by keyword, no vector
-    copy = import_cube(other, tmp_path / "facts-memcube", owner="ann", cube_id="f2",
+    copy = other.import_cube(tmp_path / "facts-memcube", owner="ann", cube_id="f2",
                        keep_ids=False, reembed=True)  # fmt: skip
     (item,) = other.list_memories(copy.cube_id, user_id="ann")
     assert other.store.get_vectors([item.id]).shape == (1, 384)  # reembed gave it a vector
@@ -528,14 +527,14 @@ def test_a_corrupt_memcube_is_refused_and_changes_nothing(
     damage(root)
     before = counts(other)
     with pytest.raises(MemCubeError, match=message.replace("(", r"\(")):
-        import_cube(other, root, owner="ann")
+        other.import_cube(root, owner="ann")
     # the same MemCube as a tar is refused as well
     with tarfile.open(tmp_path / "out.tar", "w") as tar:
         for path in sorted(root.rglob("*")):
             if path.is_file() or path.is_symlink():
                 tar.add(path, path.relative_to(root).as_posix())
     with pytest.raises(MemCubeError):
-        import_cube(other, tmp_path / "out.tar", owner="ann")
+        other.import_cube(tmp_path / "out.tar", owner="ann")
     assert counts(other) == before
     assert not (tmp_path / "other.db.artifacts").exists()
 
@@ -546,7 +545,7 @@ def test_a_truncated_or_foreign_archive_is_refused(
     with tarfile.open(tmp_path / "cube.tar.gz", "w:gz") as tar:
         for path in sorted(exported.rglob("*")):
             tar.add(path, path.relative_to(exported).as_posix(), recursive=False)
-    import_cube(other, tmp_path / "cube.tar.gz", owner="ann", cube_id="whole")  # whole, it works
+    other.import_cube(tmp_path / "cube.tar.gz", owner="ann", cube_id="whole")  # whole, it works
     whole = (tmp_path / "cube.tar.gz").read_bytes()
     (tmp_path / "cut.tar.gz").write_bytes(whole[: len(whole) // 2])
     (tmp_path / "cut-header.tar.gz").write_bytes(whole[:100])
@@ -554,7 +553,7 @@ def test_a_truncated_or_foreign_archive_is_refused(
     before = counts(other)
     for name in ("cut.tar.gz", "cut-header.tar.gz", "text.tar.gz", "missing.tar.gz"):
         with pytest.raises(MemCubeError):
-            import_cube(other, tmp_path / name, owner="ann")
+            other.import_cube(tmp_path / name, owner="ann")
     assert counts(other) == before
 
 
@@ -604,7 +603,7 @@ def test_a_malicious_archive_is_refused_and_writes_nothing_outside(
     before, temp = counts(other), Path(tempfile.gettempdir())
     unpacked = set(temp.glob("memstrata-memcube-*"))
     with pytest.raises(MemCubeError):
-        import_cube(other, archive, owner="ann")
+        other.import_cube(archive, owner="ann")
     assert counts(other) == before
     assert list(outside.iterdir()) == []
     for info, _ in extra:

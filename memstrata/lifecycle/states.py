@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal, get_args
 
 from memstrata.errors import ConflictError, ValidationError
 from memstrata.model import SEARCHABLE_STATUSES, STATUSES
@@ -29,7 +30,10 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
     "deleted": (),
 }
 #: States a search leaves out unless ``include`` names them.
-INCLUDABLE: tuple[str, ...] = ("merged", "archived", "frozen")
+Includable = Literal["merged", "archived", "frozen"]
+INCLUDABLE: tuple[str, ...] = get_args(Includable)
+#: States a person may move an item to with ``transition``.
+Target = Literal["activated", "merged", "archived", "frozen"]
 #: States whose items cannot be changed.
 READ_ONLY: tuple[str, ...] = ("frozen", "deleted")
 

@@ -1,20 +1,19 @@
-"""What every part of ``MemoryOS`` stands on: its components and the checks before any work.
+"""Who may do what: the checks every core call makes before any work (DESIGN §5, "Access").
 
-``MemoryCore`` holds the store, the embedder, the settings, the chat model and the background
-work, and answers the questions every call asks first: who is this user, may they touch that
-cube or item, is that time in the past.  ``MemoryOS`` (``system.py``) is this core with the
-users and cubes of ``principals.py``, the lifecycle of ``lifecycle/governance.py``, and the
-memory itself.
+``Access`` answers the questions every ``MemoryOS`` call asks first: who is this user, may they
+touch that cube or item, is that time in the past, was that cube embedded with this embedder.
+Every part of the core asks through it, so a rule is written once.  Readable-but-missing and
+unreadable items are told apart nowhere: both are "not found", so existence does not leak
+across cubes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from memstrata.config import Settings
 from memstrata.embed import Embedder
 from memstrata.embed.base import check_cube_embedder
 from memstrata.errors import (
@@ -25,55 +24,79 @@ from memstrata.errors import (
     UserNotFound,
     ValidationError,
 )
-from memstrata.llm import LLM, Completion
 from memstrata.model import Cube, MemoryItem, User, parse_time, permits, utcnow
-from memstrata.scheduler import Scheduler
 from memstrata.store.base import Store
-from memstrata.store.sqlite import usage
-from memstrata.tiers.tasks import TierTasks
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
-MAX_TOP_K = 1000
 
 
-class MemoryCore:
-    """The components of a ``MemoryOS`` and the checks its calls make (see the module docs)."""
+class Access:
+    """The grant and identity checks of one store; thread-safe (it only reads)."""
 
-    store: Store
-    embedder: Embedder
-    settings: Settings
-    #: the chat model (chat, and the ``llm`` reader when chosen); None without one
-    llm: LLM | None
-    scheduler: Scheduler
-    tiers: TierTasks
-    _record_usage: Callable[[str, Completion], None] | None
-    _llm_usage: Callable[[str], usage.LLMUsage] | None
+    def __init__(self, store: Store, embedder: Embedder) -> None:
+        self._store = store
+        self._embedder = embedder
 
-    def get_user(self, user_id: str) -> User:
-        user = self.store.get_user(user_id) if isinstance(user_id, str) else None
+    def user(self, user_id: str) -> User:
+        """The user; ``UserNotFound`` if there is none with that id."""
+        user = self._store.get_user(user_id) if isinstance(user_id, str) else None
         if user is None:
             raise UserNotFound(str(user_id))
         return user
 
-    def _require(self, user_id: str, cube_id: str, needed: str) -> Cube:
+    def admin(self, user_id: str) -> User:
+        """The user, once known to be an administrator (``AdminRequired`` otherwise)."""
+        user = self.user(user_id)
+        if user.role != "admin":
+            raise AdminRequired(user_id)
+        return user
+
+    def self_or_admin(self, by: str, user_id: str) -> None:
+        """Pass when ``by`` acts on itself or is an administrator, and ``user_id`` exists."""
+        if by != user_id:
+            self.admin(by)
+        self.user(user_id)
+
+    def cube(self, user_id: str, cube_id: str, needed: str) -> Cube:
         """The cube, once ``user_id`` is known to hold ``needed`` on it."""
-        self.get_user(user_id)
-        cube = self.store.get_cube(cube_id) if isinstance(cube_id, str) else None
+        self.user(user_id)
+        cube = self._store.get_cube(cube_id) if isinstance(cube_id, str) else None
         if cube is None:
             raise CubeNotFound(str(cube_id))
-        if not permits(self.store.permission(cube_id, user_id), needed):
+        if not permits(self._store.permission(cube_id, user_id), needed):
             raise PermissionDenied(user_id, cube_id, needed)
         return cube
 
-    def _readable(self, user_id: str, cube_ids: Sequence[str] | None) -> list[Cube]:
+    def writable_cube(self, user_id: str, cube_id: str) -> Cube:
+        """``cube(…, "write")`` for a write that embeds: also checks the cube's embedder."""
+        cube = self.cube(user_id, cube_id, "write")
+        self.check_embedder(cube)
+        return cube
+
+    def readable(self, user_id: str, cube_ids: Sequence[str] | None) -> list[Cube]:
+        """``cube_ids`` (each checked ``read``), or every cube ``user_id`` may read."""
         if cube_ids is None:
-            self.get_user(user_id)
-            return self.store.list_cubes(user_id)
+            self.user(user_id)
+            return self._store.list_cubes(user_id)
         if isinstance(cube_ids, str) or not isinstance(cube_ids, (list, tuple)):
             raise ValidationError("cube_ids must be a list of cube ids")
-        return [self._require(user_id, c, "read") for c in dict.fromkeys(cube_ids)]
+        return [self.cube(user_id, c, "read") for c in dict.fromkeys(cube_ids)]
 
-    def _past_time(self, value: Any, cubes: Sequence[Cube]) -> datetime:
+    def item(self, item_id: str, user_id: str, needed: str, cube_id: str | None) -> MemoryItem:
+        """The item, once ``user_id`` may ``needed`` it; unreadable items are "not found"."""
+        self.user(user_id)
+        found = self._store.get_items([item_id]) if isinstance(item_id, str) else []
+        item = found[0] if found else None
+        if item is None or (cube_id is not None and item.cube_id != cube_id):
+            raise ItemNotFound(str(item_id), cube_id)
+        held = self._store.permission(item.cube_id, user_id)
+        if held is None:
+            raise ItemNotFound(item_id, cube_id)  # existence must not leak across cubes
+        if not permits(held, needed):
+            raise PermissionDenied(user_id, item.cube_id, needed)
+        return item
+
+    def past_time(self, value: Any, cubes: Sequence[Cube]) -> datetime:
         """``value`` as a time in the past, not before the oldest of ``cubes`` existed."""
         at = parse_time(value, "as_of")
         if at > utcnow():
@@ -84,33 +107,16 @@ class MemoryCore:
             )
         return at
 
-    def _require_admin(self, user_id: str) -> User:
-        user = self.get_user(user_id)
-        if user.role != "admin":
-            raise AdminRequired(user_id)
-        return user
+    def check_embedder(self, cube: Cube) -> None:
+        """``EmbedderMismatch`` when ``cube``'s vectors come from another embedder."""
+        check_cube_embedder(cube, self._embedder)
 
-    def _require_self_or_admin(self, by: str, user_id: str) -> None:
-        if by != user_id:
-            self._require_admin(by)
-        self.get_user(user_id)
-
-    def _item(self, item_id: str, user_id: str, needed: str, cube_id: str | None) -> MemoryItem:
-        """The item, once ``user_id`` may ``needed`` it; unreadable items are "not found"."""
-        self.get_user(user_id)
-        found = self.store.get_items([item_id]) if isinstance(item_id, str) else []
-        item = found[0] if found else None
-        if item is None or (cube_id is not None and item.cube_id != cube_id):
-            raise ItemNotFound(str(item_id), cube_id)
-        held = self.store.permission(item.cube_id, user_id)
-        if held is None:
-            raise ItemNotFound(item_id, cube_id)  # existence must not leak across cubes
-        if not permits(held, needed):
-            raise PermissionDenied(user_id, item.cube_id, needed)
-        return item
-
-    def _check_embedder(self, cube: Cube) -> None:
-        check_cube_embedder(cube, self.embedder)
+    def check_item_embedder(self, item: MemoryItem) -> None:
+        """``check_embedder`` for the cube of an item already checked by ``item``."""
+        cube = self._store.get_cube(item.cube_id)
+        if cube is None:  # deleted by someone else in the meantime
+            raise ItemNotFound(item.id, item.cube_id)
+        self.check_embedder(cube)
 
 
 def check_id(value: object, what: str) -> None:
@@ -120,3 +126,18 @@ def check_id(value: object, what: str) -> None:
             f"{what} {value!r} is not a valid id",
             hint="use 1-128 letters, digits and _ . : @ -, starting with a letter or digit",
         )
+
+
+def check_int(value: object, what: str, low: int, high: int) -> int:
+    """``value`` when it is an integer from ``low`` to ``high`` (not a bool); else
+    ``ValidationError`` naming the range."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValidationError(f"{what} must be an integer from {low} to {high}")
+    return value
+
+
+def check_query(query: object) -> str:
+    """``query`` when it is a non-empty string."""
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationError("query must be a non-empty string")
+    return query

@@ -1,8 +1,8 @@
-"""MemCube export and import for ``MemoryOS`` (its ``export`` and ``import_cube`` call these).
+"""MemCube export and import (``MemoryOS.export`` and ``import_cube``, after their grant checks).
 
-The format lives in ``memstrata.memcube`` and the rows in ``memstrata.store.sqlite.interchange``; this
-module decides who may export, which ids an import gets, re-embeds when asked, and places the
-artifacts' files.  It is part of the core: it uses ``MemoryOS``'s grant check.
+The format lives in ``memstrata.memcube`` and the rows behind the store's interchange methods;
+this module decides which ids an import gets, checks the cube's settings, re-embeds when asked,
+and places the artifacts' files.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from memstrata.embed import fingerprint
+from memstrata.embed import Embedder, fingerprint
 from memstrata.errors import ConfigurationError, CubeNotFound, MemCubeError, ValidationError
 from memstrata.memcube import (
     FORMAT_VERSION,
@@ -27,16 +26,13 @@ from memstrata.memcube import (
     write_cube,
 )
 from memstrata.model import Cube, new_id
+from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore, interchange
 from memstrata.text import embedding_text
-
-if TYPE_CHECKING:
-    from memstrata.memory.access import MemoryCore
+from memstrata.tiers.settings import TierSettings
 
 
-def export_cube(
-    memory: MemoryCore, cube_id: str, path: str | os.PathLike[str], *, user_id: str
-) -> Manifest:
+def export_cube(store: Store, cube_id: str, path: str | os.PathLike[str]) -> Manifest:
     """Write cube ``cube_id`` as a MemCube at ``path``; returns what its ``cube.json`` says.
 
     ``path`` is a new directory (or an empty one), or a new ``.tar.gz`` file.  Needs ``admin``
@@ -45,12 +41,12 @@ def export_cube(
     Raises ``MemCubeError`` if ``path`` exists (an export never overwrites); the database is
     only read, in one consistent snapshot.
     """
-    memory._require(user_id, cube_id, "admin")
-    return write_cube(interchange.read_cube(_sqlite(memory), cube_id), path)
+    return write_cube(interchange.read_cube(_sqlite(store), cube_id), path)
 
 
 def import_cube(
-    memory: MemoryCore,
+    store: Store,
+    embedder: Embedder,
     path: str | os.PathLike[str],
     *,
     owner: str,
@@ -77,7 +73,6 @@ def import_cube(
     one transaction, so a failed import leaves the database (and the artifacts directory) as it
     was.
     """
-    memory.get_user(owner)
     if cube_id is not None and (not isinstance(cube_id, str) or not ID_PATTERN.match(cube_id)):
         raise ValidationError(
             f"cube_id {cube_id!r} is not a valid id",
@@ -85,8 +80,8 @@ def import_cube(
         )
     if not isinstance(keep_ids, bool) or not isinstance(reembed, bool):
         raise ValidationError("keep_ids and reembed must be true or false")
-    store = _sqlite(memory)
-    current = fingerprint(memory.embedder)
+    sqlite = _sqlite(store)
+    current = fingerprint(embedder)
     with open_cube(path) as source:
         if source.cube.embedder not in (None, current) and not reembed:
             raise ConfigurationError(
@@ -96,14 +91,15 @@ def import_cube(
                 "memstrata with the embedder that made it",
             )
         data = _rehomed(source, owner, cube_id, keep_ids)
-        interchange.check_free(store, data)
+        _check_settings(data)
+        interchange.check_free(sqlite, data)
         if reembed:
-            data = _reembedded(memory, data)
+            data = _reembedded(embedder, data)
         data = replace(data, cube=replace(data.cube, embedder=current))
-        placed = _place_artifacts(store, data)
+        placed = _place_artifacts(sqlite, data)
         try:
             interchange.insert_cube(
-                store,
+                sqlite,
                 data,
                 artifact_paths={k: v[0] for k, v in placed.items()},
                 note={
@@ -123,10 +119,18 @@ def import_cube(
     return cube
 
 
-def _sqlite(memory: MemoryCore) -> SQLiteStore:
-    if not isinstance(memory.store, SQLiteStore):
+def _sqlite(store: Store) -> SQLiteStore:
+    if not isinstance(store, SQLiteStore):
         raise ConfigurationError("MemCube export and import need the SQLite store")
-    return memory.store
+    return store
+
+
+def _check_settings(data: MemCube) -> None:
+    """``MemCubeError`` when the MemCube's cube settings are not valid tier settings."""
+    try:
+        TierSettings.parse(data.cube.settings)
+    except ValidationError as exc:
+        raise MemCubeError(f"cube.json cube settings: {exc.message}", hint=exc.hint) from exc
 
 
 def _rehomed(source: MemCube, owner: str, cube_id: str | None, keep_ids: bool) -> MemCube:
@@ -144,11 +148,11 @@ def _rehomed(source: MemCube, owner: str, cube_id: str | None, keep_ids: bool) -
     )
 
 
-def _reembedded(memory: MemoryCore, data: MemCube) -> MemCube:
-    """``data`` with a vector from ``memory``'s embedder for every item that has text (in item
-    order), whether or not the MemCube gave it one."""
+def _reembedded(embedder: Embedder, data: MemCube) -> MemCube:
+    """``data`` with a vector from ``embedder`` for every item that has text (in item order),
+    whether or not the MemCube gave it one."""
     items = [item for item in data.items if item.text.strip()]
-    vectors = memory.embedder.embed_passages([embedding_text(item) for item in items])
+    vectors = embedder.embed_passages([embedding_text(item) for item in items])
     return replace(data, vector_ids=[item.id for item in items], vectors=vectors)
 
 

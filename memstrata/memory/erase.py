@@ -7,7 +7,7 @@ The store removes the content (``Store.erase_items``); this module decides the s
 * a whole cube (``cube_id`` alone; needs ``admin``): the cube and every row of it go, its events
   stay as tombstones;
 * a data subject (``subject_user_id``): every item that user added, in every cube; asked by
-  that user or by an administrator.
+  that user or by an administrator (by that user only, when ``own_data_only``: how agents erase).
 
 Derived items follow their sources: a fact, profile entry, preference, knowledge item or segment
 that cites an erased item is erased too (its text was made from the erased words), and so on
@@ -17,73 +17,87 @@ not derived from the segment).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
-from memstrata.errors import AdminRequired, ValidationError
+from memstrata.errors import AdminRequired, OwnDataOnly, ValidationError
 from memstrata.filters import Filters
+from memstrata.memory.access import Access
 from memstrata.model import STATUSES
-
-if TYPE_CHECKING:
-    from memstrata.memory.access import MemoryCore
+from memstrata.store.base import Store
 
 #: Types made from other items, which name them in ``sources``.
 DERIVED = ("segment", "fact", "profile", "preference", "knowledge")
 
 
+class Scope(NamedTuple):
+    """What an ``erase`` call names: exactly one of item, session (with its cube), subject, or
+    a cube alone (``cube_id`` also narrows an item or a subject to that cube)."""
+
+    item_id: str | None
+    session_id: str | None
+    cube_id: str | None
+    subject_user_id: str | None
+
+
 def erase(
-    memory: MemoryCore,
+    store: Store,
+    access: Access,
     user_id: str,
+    scope: Scope,
     *,
-    item_id: str | None,
-    session_id: str | None,
-    cube_id: str | None,
-    subject_user_id: str | None,
     reason: str | None,
+    own_data_only: bool = False,
 ) -> int:
-    """Erase what the arguments name (see the module docstring); the number of items erased."""
-    scopes = [item_id is not None, session_id is not None, subject_user_id is not None]
-    if sum(scopes) > 1 or not (any(scopes) or cube_id is not None):
+    """Erase what ``scope`` names (see the module docstring); the number of items erased."""
+    item_id, session_id, cube_id, subject = scope
+    named = [item_id is not None, session_id is not None, subject is not None]
+    if sum(named) > 1 or not (any(named) or cube_id is not None):
         raise ValidationError(
             "name exactly one thing to erase",
             hint="item_id, session_id with cube_id, cube_id alone, or subject_user_id",
         )
-    store = memory.store
     if item_id is not None:
-        item = memory._item(item_id, user_id, "write", cube_id)
+        item = access.item(item_id, user_id, "write", cube_id)
         found = {item.cube_id: [item.id]}
     elif session_id is not None:
         if cube_id is None:
             raise ValidationError("erasing a session needs its cube_id")
-        memory._require(user_id, cube_id, "write")
+        access.cube(user_id, cube_id, "write")
         session = Filters(session_id=session_id, statuses=STATUSES)
         found = {cube_id: [i.id for i in store.list_items(cube_id, session)]}
-    elif subject_user_id is not None:
-        memory.get_user(subject_user_id)
-        if user_id != subject_user_id and memory.get_user(user_id).role != "admin":
-            raise AdminRequired(user_id)
-        found = _by_subject(memory, subject_user_id, cube_id)
+    elif subject is not None:
+        _check_subject(access, user_id, subject, own_data_only)
+        found = _by_subject(store, subject, cube_id)
     else:
         assert cube_id is not None
-        memory._require(user_id, cube_id, "admin")
+        access.cube(user_id, cube_id, "admin")
         return store.delete_cube(cube_id, user_id)
-    ids = [i for cube, direct in found.items() for i in _with_derived(memory, cube, direct)]
+    ids = [i for cube, direct in found.items() for i in _with_derived(store, cube, direct)]
     return store.erase_items(ids, user_id, reason)
 
 
-def _by_subject(memory: MemoryCore, subject: str, cube_id: str | None) -> dict[str, list[str]]:
+def _check_subject(access: Access, user_id: str, subject: str, own_data_only: bool) -> None:
+    """Pass when ``user_id`` may erase everything ``subject`` added."""
+    if own_data_only and subject != user_id:
+        raise OwnDataOnly(user_id)
+    access.user(subject)
+    if user_id != subject and access.user(user_id).role != "admin":
+        raise AdminRequired(user_id)
+
+
+def _by_subject(store: Store, subject: str, cube_id: str | None) -> dict[str, list[str]]:
     """Per cube, the items ``subject`` added (in ``cube_id`` only, when given)."""
-    cube_ids = [cube_id] if cube_id is not None else memory.store.cubes_with_items_of(subject)
+    cube_ids = [cube_id] if cube_id is not None else store.cubes_with_items_of(subject)
     everything = Filters(statuses=STATUSES)
     return {
-        c: [i.id for i in memory.store.list_items(c, everything) if i.user_id == subject]
-        for c in cube_ids
+        c: [i.id for i in store.list_items(c, everything) if i.user_id == subject] for c in cube_ids
     }
 
 
-def _with_derived(memory: MemoryCore, cube_id: str, ids: list[str]) -> list[str]:
+def _with_derived(store: Store, cube_id: str, ids: list[str]) -> list[str]:
     """``ids`` and every item of the cube derived from them, transitively."""
     gone = dict.fromkeys(ids)
-    derived = memory.store.list_items(cube_id, Filters(types=DERIVED, statuses=STATUSES))
+    derived = store.list_items(cube_id, Filters(types=DERIVED, statuses=STATUSES))
     grew = True
     while grew:
         grew = False

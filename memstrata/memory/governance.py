@@ -1,8 +1,8 @@
-"""Lifecycle and governance as ``MemoryOS`` methods (DESIGN §5, docs/lifecycle.md).
+"""Lifecycle and governance (DESIGN §5, docs/lifecycle.md); ``MemoryOS`` delegates here.
 
-State transitions (``lifecycle.states``), rollback to an old version, the audit trail, erasure
-(``lifecycle.erase``) and MemCube export and import (``memstrata.memory.cubes``).  Reading as of a
-past time is part of ``get`` and ``search`` (``lifecycle.history``).
+State transitions (the rules are ``lifecycle.states``), rollback to an old version, the audit
+trail, erasure (its scope: ``memory.erase``) and MemCube export and import (``memory.cubes``).
+Reading as of a past time is part of ``get`` and ``search`` (``retrieval.history``).
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from memstrata.errors import (
     ValidationError,
 )
 from memstrata.lifecycle import states
+from memstrata.limits import MAX_AUDIT_LIMIT
 from memstrata.memcube import Manifest
-from memstrata.memory import cubes as cube_ops
-from memstrata.memory import erase
-from memstrata.memory.access import MemoryCore
+from memstrata.memory import cubes, erase
+from memstrata.memory.access import check_int
+from memstrata.memory.components import Components
+from memstrata.memory.items import Items
 from memstrata.model import Cube, Event, MemoryItem, parse_time
-from memstrata.text import embedding_text
 
-MAX_AUDIT_LIMIT = 10_000
 #: What ``rollback`` copies from the old version (placement and bookkeeping stay as they are).
 _RESTORED = (
     "text", "key", "keywords", "tags", "metadata", "status", "valid_from", "valid_to",
@@ -34,8 +34,14 @@ _RESTORED = (
 )  # fmt: skip
 
 
-class Governance(MemoryCore):
+class Governance:
     """``MemoryOS``'s calls for transitions, rollback, audit, erasure, export and import."""
+
+    def __init__(self, parts: Components, items: Items) -> None:
+        self._parts = parts
+        self._store = parts.store
+        self._access = parts.access
+        self._items = items
 
     def audit(
         self,
@@ -51,26 +57,21 @@ class Governance(MemoryCore):
         An administrator may read every event; a cube admin the events of that cube (give
         ``cube_id`` or ``item_id``).  Erased content is absent from the events' payloads.
         """
-        user = self.get_user(by)
-        if (
-            isinstance(limit, bool)
-            or not isinstance(limit, int)
-            or not 1 <= limit <= MAX_AUDIT_LIMIT
-        ):
-            raise ValidationError(f"limit must be an integer from 1 to {MAX_AUDIT_LIMIT}")
+        user = self._access.user(by)
+        check_int(limit, "limit", 1, MAX_AUDIT_LIMIT)
         at = None if since is None else parse_time(since, "since")
         if user.role == "admin":  # administrators read every event, grant or not
-            if item_id is not None and not self.store.get_items([item_id]):
+            if item_id is not None and not self._store.get_items([item_id]):
                 raise ItemNotFound(item_id, cube_id)
-            if cube_id is not None and self.store.get_cube(cube_id) is None:
+            if cube_id is not None and self._store.get_cube(cube_id) is None:
                 raise CubeNotFound(cube_id)
         elif item_id is not None:
-            cube_id = self._item(item_id, by, "admin", cube_id).cube_id
+            cube_id = self._access.item(item_id, by, "admin", cube_id).cube_id
         elif cube_id is not None:
-            self._require(by, cube_id, "admin")
+            self._access.cube(by, cube_id, "admin")
         else:
             raise AdminRequired(by)
-        return self.store.events(cube_id=cube_id, item_id=item_id, since=at, limit=limit)
+        return self._store.events(cube_id=cube_id, item_id=item_id, since=at, limit=limit)
 
     def erase(
         self,
@@ -81,6 +82,7 @@ class Governance(MemoryCore):
         cube_id: str | None = None,
         subject_user_id: str | None = None,
         reason: str | None = None,
+        own_data_only: bool = False,
     ) -> int:
         """Erase for good (GDPR): one item, a session of a cube, a whole cube, or everything
         ``subject_user_id`` said; returns how many items were erased.
@@ -89,12 +91,14 @@ class Governance(MemoryCore):
         event payloads; tombstones (ids, times, ops) stay.  Items derived from erased ones
         (facts, segments, profile entries citing them) are erased too.  Needs ``write`` for an
         item or a session, ``admin`` for a cube; a subject's data may be erased by that user or
-        an administrator (in every cube).  See ``lifecycle.erase``.
+        an administrator (in every cube) — only by that user with ``own_data_only`` (how an agent
+        is let erase: it reads what others wrote and must not wipe their data).  See
+        ``memory.erase``.
         """
+        scope = erase.Scope(item_id, session_id, cube_id, subject_user_id)
         return erase.erase(
-            self, user_id, item_id=item_id, session_id=session_id, cube_id=cube_id,
-            subject_user_id=subject_user_id, reason=reason,
-        )  # fmt: skip
+            self._store, self._access, user_id, scope, reason=reason, own_data_only=own_data_only
+        )
 
     def transition(
         self,
@@ -110,10 +114,10 @@ class Governance(MemoryCore):
         An illegal move is a ``ConflictError`` naming the legal ones; ``deleted`` is reached only
         by ``delete``/``erase``.  Writes a new version and an event with ``reason``.
         """
-        item = self._item(item_id, user_id, "write", cube_id)
+        item = self._access.item(item_id, user_id, "write", cube_id)
         target = states.check_transition(item.id, item.status, to)
         moved = replace(item, status=target)  # type: ignore[arg-type]
-        return self.store.update_item(moved, None, op="transition", actor=user_id, reason=reason)
+        return self._store.update_item(moved, None, op="transition", actor=user_id, reason=reason)
 
     def rollback(
         self,
@@ -128,29 +132,26 @@ class Governance(MemoryCore):
         ``write``.  History is kept: the rollback is itself a version and an event."""
         if isinstance(version, bool) or not isinstance(version, int):
             raise ValidationError("version must be an integer")
-        item = self._item(item_id, user_id, "write", cube_id)
+        item = self._access.item(item_id, user_id, "write", cube_id)
         states.check_writable(item.id, item.status)
-        versions = {v.version: v.item for v in self.store.versions(item.id)}
+        versions = {v.version: v.item for v in self._store.versions(item.id)}
         if version not in versions:
             raise NotFoundError(
                 f"item {item_id!r} has no version {version}",
                 hint=f"its versions are 1 to {item.version}",
             )
+        self._access.check_item_embedder(item)
         old = versions[version]
-        cube = self._require(user_id, item.cube_id, "write")
-        self._check_embedder(cube)
         restored = replace(item, **{name: getattr(old, name) for name in _RESTORED})
-        vector = None
-        if restored.text != item.text:
-            vector = self.embedder.embed_passages([embedding_text(restored)])[0]
         why = reason or f"rollback to version {version}"
-        return self.store.update_item(restored, vector, op="rollback", actor=user_id, reason=why)
+        return self._items.write_version(item, restored, user_id, "rollback", why)
 
     def export(self, cube_id: str, path: str | os.PathLike[str], *, user_id: str) -> Manifest:
         """Write cube ``cube_id`` as a MemCube (docs/memcube.md) at ``path``: a new directory, or
         a new ``.tar.gz``.  Needs ``admin``; never overwrites (``MemCubeError``); only reads.
         """
-        return cube_ops.export_cube(self, cube_id, path, user_id=user_id)
+        self._access.cube(user_id, cube_id, "admin")
+        return cubes.export_cube(self._store, cube_id, path)
 
     def import_cube(
         self,
@@ -164,6 +165,8 @@ class Governance(MemoryCore):
         """Import the MemCube at ``path`` as a new cube owned (``admin``) by ``owner``; all or
         nothing.  Ids, embedders and errors: see ``memstrata.memory.cubes.import_cube``.
         """
-        return cube_ops.import_cube(
-            self, path, owner=owner, cube_id=cube_id, keep_ids=keep_ids, reembed=reembed
-        )
+        self._access.user(owner)
+        return cubes.import_cube(
+            self._store, self._parts.embedder, path, owner=owner, cube_id=cube_id,
+            keep_ids=keep_ids, reembed=reembed,
+        )  # fmt: skip

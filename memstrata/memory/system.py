@@ -4,66 +4,52 @@ Every public method takes the acting user (``user_id=`` or ``by=``) and checks t
 cube it touches before doing anything: ``read`` to search or get, ``write`` to add, update or
 delete, ``admin`` to grant or re-embed.  Input is validated completely before the first write, so
 an error leaves the database as it was.  Thread-safe: a server may share one instance.
+
+This class opens and closes the parts and names the calls; each call is written once, in the
+part that owns its concern (see ``memory.delegate``):
+
+=====================  ==========================================================================
+``memory.principals``  users, API keys, cubes, grants, statistics, runtime settings
+``memory.items``       add, add_document, list, get, update, delete, history, re-embed
+``memory.reading``     search (live and as of a time), context, profile, MemoryOS-style recall
+``memory.chat``        chat and chat_stream
+``memory.governance``  transitions, rollback, audit, erasure, MemCube export and import
+``memory.background``  wait, tasks, consolidate
+=====================  ==========================================================================
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from memstrata.closing import Closing
 from memstrata.config import Settings
-from memstrata.embed import Closeable, Embedder, fingerprint, make_embedder
-from memstrata.errors import (
-    ItemNotFound,
-    LLMError,
-    LLMNotConfigured,
-    ValidationError,
-)
-from memstrata.filters import Filters, parse_filters
-from memstrata.lifecycle import states
-from memstrata.llm import LLM, ChatMessage, Completion, OpenAIChat, make_llm
-from memstrata.memory.access import MAX_TOP_K, check_id
-from memstrata.memory.governance import MAX_AUDIT_LIMIT, Governance
+from memstrata.embed import Closeable, Embedder, make_embedder
+from memstrata.llm import LLM, OpenAIChat, make_llm
+from memstrata.memory.access import Access
+from memstrata.memory.background import Background
+from memstrata.memory.chat import Chat
+from memstrata.memory.components import Components
+from memstrata.memory.delegate import Delegate
+from memstrata.memory.governance import Governance
+from memstrata.memory.items import Items
 from memstrata.memory.principals import Principals
-from memstrata.model import (
-    Cube,
-    Hit,
-    MemoryItem,
-    ProfileAttribute,
-    Source,
-    Version,
-    new_id,
-    utcnow,
-)
-from memstrata.reader import documents
-from memstrata.reader.messages import parse_messages
-from memstrata.retrieval.history import search_as_of
-from memstrata.retrieval.pack import Context, pack
-from memstrata.retrieval.prompt import ChatReply, chat_messages
-from memstrata.retrieval.search import (
-    expand_chain,
-    expand_to_sources,
-    hybrid_search,
-)
-from memstrata.scheduler import Scheduler, Task, TaskQueue, TaskStatus
+from memstrata.memory.reading import Reading
+from memstrata.scheduler import Scheduler, TaskQueue
 from memstrata.store.base import Store
 from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue, usage
-from memstrata.text import embedding_text
 from memstrata.tiers.tasks import TierTasks
 
-__all__ = ["MAX_AUDIT_LIMIT", "MAX_BUDGET", "MAX_TOP_K", "MemoryOS"]
+__all__ = ["MemoryOS"]
 
 log = logging.getLogger("memstrata")
 _DEFAULT_EMBEDDER = "e5"
-MAX_BUDGET = 1_000_000
 
 
-class MemoryOS(Principals, Governance, Closing):
+class MemoryOS(Closing):
     """Long-term memory for agents: users, cubes, grants, add, search, get, update, history."""
 
     def __init__(
@@ -75,24 +61,32 @@ class MemoryOS(Principals, Governance, Closing):
         queue: TaskQueue,
         owns_embedder: bool = False,
         llm: LLM | None = None,
-        record_usage: Callable[[str, Completion], None] | None = None,
-        llm_usage: Callable[[str], usage.LLMUsage] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
-        self.settings = settings
         self._owns_embedder = owns_embedder
         #: the chat model (chat, and the ``llm`` reader when chosen); None without one; closed here
         self.llm = llm
-        self._record_usage = record_usage
-        self._llm_usage = llm_usage
         self.scheduler = Scheduler(queue, workers=settings.workers, lease_s=settings.task_lease_s)
         # The chat model also reads hot segments only when the llm reader is chosen.
         reader_llm = llm if settings.reader == "llm" else None
-        self.tiers = TierTasks(
-            store, embedder, self.scheduler, llm=reader_llm, record_usage=record_usage
-        )
+        record = partial(usage.record, store)
+        self.tiers = TierTasks(store, embedder, self.scheduler, llm=reader_llm, record_usage=record)
+        access = Access(store, embedder)
+        parts = Components(store, embedder, settings, llm, self.scheduler, self.tiers, access)
+        self._parts = parts
+        self._principals = Principals(parts)
+        self._items = Items(parts)
+        self._reading = Reading(parts)
+        self._chat = Chat(parts, self._reading, self._items)
+        self._governance = Governance(parts, self._items)
+        self._background = Background(parts)
         self.scheduler.start()
+
+    @property
+    def settings(self) -> Settings:
+        """The settings in force (``configure`` replaces them)."""
+        return self._parts.settings
 
     @classmethod
     def open(
@@ -130,12 +124,7 @@ class MemoryOS(Principals, Governance, Closing):
             instance = given or make_embedder(chosen, settings)
             if recorded is None:
                 store.set_meta("embedder", chosen)
-        except BaseException:
-            store.close()
-            raise
-        settings = replace(settings, embedder=chosen)
-        queue = SQLiteTaskQueue(store)
-        try:
+            settings = replace(settings, embedder=chosen)
             llm = make_llm(settings)
         except BaseException:
             store.close()
@@ -143,10 +132,8 @@ class MemoryOS(Principals, Governance, Closing):
         if isinstance(llm, OpenAIChat) and (problem := llm.probe()) is not None:
             # Not fatal: add and search need no model, and promotion falls back to the rules.
             log.warning("the chat model's endpoint is not available: %s", problem)
-        return cls(
-            store, instance, settings, queue=queue, owns_embedder=given is None, llm=llm,
-            record_usage=partial(usage.record, store), llm_usage=partial(usage.usage, store),
-        )  # fmt: skip
+        queue = SQLiteTaskQueue(store)
+        return cls(store, instance, settings, queue=queue, owns_embedder=given is None, llm=llm)
 
     def close(self) -> None:
         """Flush read counts, stop the workers, close the store (and the embedder ``open`` made).
@@ -162,446 +149,57 @@ class MemoryOS(Principals, Governance, Closing):
         if self._owns_embedder and isinstance(self.embedder, Closeable):
             self.embedder.close()
 
-    # -- items -------------------------------------------------------------------------------
+    # -- users, keys, cubes, grants, settings (memory.principals) ----------------------------
+    RUNTIME_SETTINGS = Principals.RUNTIME_SETTINGS
+    create_user = Delegate("_principals", Principals.create_user)
+    list_users = Delegate("_principals", Principals.list_users)
+    get_user = Delegate("_principals", Principals.get_user)
+    create_key = Delegate("_principals", Principals.create_key)
+    list_keys = Delegate("_principals", Principals.list_keys)
+    revoke_key = Delegate("_principals", Principals.revoke_key)
+    authenticate = Delegate("_principals", Principals.authenticate)
+    bootstrap_admin = Delegate("_principals", Principals.bootstrap_admin)
+    create_cube = Delegate("_principals", Principals.create_cube)
+    get_cube = Delegate("_principals", Principals.get_cube)
+    default_cube = Delegate("_principals", Principals.default_cube)
+    attach = Delegate("_principals", Principals.attach)
+    delete_cube = Delegate("_principals", Principals.delete_cube)
+    list_cubes = Delegate("_principals", Principals.list_cubes)
+    grant = Delegate("_principals", Principals.grant)
+    share = Delegate("_principals", Principals.share)
+    revoke = Delegate("_principals", Principals.revoke)
+    grants = Delegate("_principals", Principals.grants)
+    stats = Delegate("_principals", Principals.stats)
+    configure = Delegate("_principals", Principals.configure)
 
-    def add(
-        self,
-        messages: str | Sequence[Mapping[str, Any]],
-        *,
-        user_id: str,
-        cube_id: str,
-        session_id: str | None = None,
-    ) -> list[str]:
-        """Store each message as a ``working``/``turn`` item; return their ids in order.
+    # -- items (memory.items) ----------------------------------------------------------------
+    add = Delegate("_items", Items.add)
+    add_document = Delegate("_items", Items.add_document)
+    list_memories = Delegate("_items", Items.list_memories)
+    get = Delegate("_items", Items.get)
+    update = Delegate("_items", Items.update)
+    delete = Delegate("_items", Items.delete)
+    history = Delegate("_items", Items.history)
+    reembed = Delegate("_items", Items.reembed)
 
-        Searchable as soon as this returns.  A message whose ``id`` is already stored in the cube
-        with the same content is not stored twice (its existing id is returned); with other
-        content it is a ``ConflictError``.
-        """
-        parsed = parse_messages(messages)
-        if session_id is not None:
-            check_id(session_id, "session_id")
-        cube = self._require(user_id, cube_id, "write")
-        self._check_embedder(cube)
-        now = utcnow()
-        items = [
-            MemoryItem(
-                id=new_id(),
-                cube_id=cube_id,
-                text=m.content,
-                session_id=session_id,
-                user_id=user_id,
-                role=m.role,
-                speaker=m.name,
-                metadata=m.metadata,
-                external_id=m.external_id,
-                event_time=m.timestamp or now,
-                created_at=now,
-                updated_at=now,
-            )
-            for m in parsed
-        ]
-        vectors = self.embedder.embed_passages([embedding_text(i) for i in items])
-        ids = self.store.add_items(items, vectors, fingerprint(self.embedder))
-        self.tiers.added(cube_id)
-        return ids
+    # -- reading (memory.reading) and chat (memory.chat) -------------------------------------
+    search = Delegate("_reading", Reading.search)
+    context = Delegate("_reading", Reading.context)
+    recall = Delegate("_reading", Reading.recall)
+    get_profile = Delegate("_reading", Reading.get_profile)
+    profile_summary = Delegate("_reading", Reading.profile_summary)
+    chat = Delegate("_chat", Chat.chat)
+    chat_stream = Delegate("_chat", Chat.chat_stream)
 
-    def add_document(
-        self,
-        data: bytes,
-        *,
-        filename: str,
-        user_id: str,
-        cube_id: str,
-        session_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> list[str]:
-        """Parse a document (.txt .md .json .pdf, as bytes) and store it as ``long``/``chunk`` items.
+    # -- lifecycle and governance (memory.governance) ----------------------------------------
+    audit = Delegate("_governance", Governance.audit)
+    erase = Delegate("_governance", Governance.erase)
+    transition = Delegate("_governance", Governance.transition)
+    rollback = Delegate("_governance", Governance.rollback)
+    export = Delegate("_governance", Governance.export)
+    import_cube = Delegate("_governance", Governance.import_cube)
 
-        Chunks follow ``chunk_size``/``chunk_overlap`` (see ``reader.documents``); each has
-        ``sources = [{"uri": "document:<filename>", "span": [start, end]}]`` and metadata naming
-        the document, its SHA-256 and the chunk's place.  Adding the same bytes again stores
-        nothing new and returns the same ids.  Returns the chunk ids in document order.
-        """
-        if not isinstance(data, (bytes, bytearray)):
-            raise ValidationError("a document must be given as bytes")
-        if not isinstance(filename, str) or not filename.strip() or len(filename) > 255:
-            raise ValidationError("filename must be a non-empty string of at most 255 characters")
-        extra = parse_messages([{"content": "-", "metadata": metadata or {}}])[0].metadata
-        if session_id is not None:
-            check_id(session_id, "session_id")
-        text = documents.parse_document(filename, bytes(data))
-        chunks = documents.chunk_text(text, self.settings.chunk_size, self.settings.chunk_overlap)
-        cube = self._require(user_id, cube_id, "write")
-        self._check_embedder(cube)
-        digest = hashlib.sha256(data).hexdigest()
-        now = utcnow()
-        items = [
-            MemoryItem(
-                id=new_id(),
-                cube_id=cube_id,
-                tier="long",
-                type="chunk",
-                status="activated",
-                text=chunk.text,
-                key=filename,
-                session_id=session_id,
-                user_id=user_id,
-                metadata={
-                    **extra,
-                    "document": filename,
-                    "sha256": digest,
-                    "chunk": n,
-                    "chunks": len(chunks),
-                },
-                external_id=f"doc:{digest[:32]}:{n}",
-                sources=[Source(uri=f"document:{filename}", span=(chunk.start, chunk.end))],
-                event_time=now,
-                created_at=now,
-                updated_at=now,
-            )
-            for n, chunk in enumerate(chunks)
-        ]
-        vectors = self.embedder.embed_passages([embedding_text(i) for i in items])
-        return self.store.add_items(items, vectors, fingerprint(self.embedder))
-
-    def search(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        cube_ids: Sequence[str] | None = None,
-        top_k: int = 10,
-        filters: Filters | Mapping[str, Any] | None = None,
-        include: Sequence[str] | None = None,
-        as_of: Any = None,
-    ) -> list[Hit]:
-        """Hybrid search over ``cube_ids`` (default: every cube the user may read), best first.
-
-        Each hit's item names its cube.  ``include`` adds ``merged``, ``archived`` or ``frozen``
-        items (left out by default).  With ``as_of`` (a time) the search answers as the memory
-        stood then: later items are absent, updated items show the version then current (see
-        ``lifecycle.history``; slower: it reads the cubes' history).
-        """
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("query must be a non-empty string")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-            raise ValidationError(f"top_k must be an integer from 1 to {MAX_TOP_K}")
-        parsed = parse_filters(filters)
-        if include is not None:
-            statuses = (*parsed.statuses, *states.searched_statuses(include))
-            parsed = replace(parsed, statuses=tuple(dict.fromkeys(statuses)))
-        cubes = self._readable(user_id, cube_ids)
-        if as_of is None:
-            return self._search(query, cubes, top_k, parsed)
-        at = self._past_time(as_of, cubes)
-        for cube in cubes:
-            self._check_embedder(cube)
-        scope = [c.cube_id for c in cubes]
-        return search_as_of(
-            self.store, self.embedder, self.settings, query, scope, parsed, top_k, at
-        )
-
-    def _search(self, query: str, cubes: list[Cube], top_k: int, filters: Filters) -> list[Hit]:
-        """``search`` over cubes already checked readable."""
-        if not cubes:
-            return []
-        for cube in cubes:
-            self._check_embedder(cube)
-        scope = [c.cube_id for c in cubes]
-        hits = hybrid_search(self.store, self.embedder, self.settings, query, scope, filters, top_k)
-        self.tiers.note_reads(h.item for h in hits)
-        return hits
-
-    def context(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        budget_tokens: int = 1000,
-        cube_ids: Sequence[str] | None = None,
-        session_id: str | None = None,
-        filters: Filters | Mapping[str, Any] | None = None,
-        expand_sources: bool = True,
-        chain: bool = True,
-    ) -> Context:
-        """The memories for ``query`` packed into ``budget_tokens`` (see ``retrieval.pack``).
-
-        With ``session_id``, that session's working turns come first.  With ``expand_sources``
-        a long-tier hit (fact, profile, preference, knowledge) is shown as the turns it came
-        from (see ``retrieval.search.expand_to_sources``); with ``chain`` each turn brings the
-        next turn of its session (``expand_chain``).  Never exceeds the budget.
-        """
-        if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
-            raise ValidationError("budget_tokens must be an integer")
-        if not 1 <= budget_tokens <= MAX_BUDGET:
-            raise ValidationError(f"budget_tokens must be from 1 to {MAX_BUDGET}")
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("query must be a non-empty string")
-        parsed = parse_filters(filters)
-        cubes = self._readable(user_id, cube_ids)
-        top_k = min(MAX_TOP_K, max(20, budget_tokens // 15))
-        hits = self._search(query, cubes, top_k, parsed)
-        if expand_sources:
-            hits = expand_to_sources(self.store, hits)
-        if chain:
-            hits = expand_chain(self.store, hits)
-        recent: list[MemoryItem] = []
-        if session_id is not None:
-            working = Filters(session_id=session_id, tiers=("working",), types=("turn",))
-            for cube in cubes:
-                recent.extend(self.store.list_items(cube.cube_id, working))
-            recent.sort(key=lambda i: (i.event_time, i.id))
-        profile = [a.text for a in self._profile(cubes)]
-        return pack(hits, recent, budget_tokens, profile=profile)
-
-    def chat(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        cube_id: str,
-        session_id: str | None = None,
-        budget_tokens: int = 1000,
-        max_tokens: int = 256,
-    ) -> ChatReply:
-        """Answer ``query`` from memory with the chat model, and remember the exchange.
-
-        The context comes from every cube ``user_id`` may read (``context``); the question and the
-        answer are stored in ``cube_id`` (needs ``write``) as two turns of ``session_id``.  One LLM
-        call, counted against ``cube_id``.  ``LLMNotConfigured`` without a chat model; an
-        ``LLMError`` stores nothing.
-        """
-        llm, messages, ctx = self._chat_prompt(
-            query, user_id, cube_id, session_id, budget_tokens, max_tokens
-        )
-        completion = llm.complete(messages, max_tokens=max_tokens)
-        if self._record_usage is not None:
-            self._record_usage(cube_id, completion)
-        ids = self._remember_exchange(query, completion.text, user_id, cube_id, session_id)
-        return ChatReply(answer=completion.text, ids=ids, context=ctx)
-
-    def chat_stream(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        cube_id: str,
-        session_id: str | None = None,
-        budget_tokens: int = 1000,
-        max_tokens: int = 256,
-    ) -> Iterator[str]:
-        """``chat`` as the answer's pieces, as the model writes them.
-
-        Everything is checked before the first piece; the exchange is stored after the last one
-        (a stream abandoned part-way stores nothing).  Token counts of a stream are not reported
-        by every server; the call is counted with what was reported (often zero tokens).
-        """
-        llm, messages, _ = self._chat_prompt(
-            query, user_id, cube_id, session_id, budget_tokens, max_tokens
-        )
-
-        def pieces() -> Iterator[str]:
-            answer: list[str] = []
-            for piece in llm.stream(messages, max_tokens=max_tokens):
-                answer.append(piece)
-                yield piece
-            if self._record_usage is not None:
-                self._record_usage(cube_id, Completion(text="".join(answer)))
-            self._remember_exchange(query, "".join(answer), user_id, cube_id, session_id)
-
-        return pieces()
-
-    def _chat_prompt(
-        self,
-        query: str,
-        user_id: str,
-        cube_id: str,
-        session_id: str | None,
-        budget_tokens: int,
-        max_tokens: int,
-    ) -> tuple[LLM, list[ChatMessage], Context]:
-        """Check everything a chat needs, then build its prompt (no model call yet)."""
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-            raise ValidationError("max_tokens must be an integer")
-        if not 1 <= max_tokens <= 8192:
-            raise ValidationError("max_tokens must be from 1 to 8192")
-        if session_id is not None:
-            check_id(session_id, "session_id")
-        self._require(user_id, cube_id, "write")
-        if self.llm is None:
-            raise LLMNotConfigured("chat")
-        ctx = self.context(
-            query, user_id=user_id, budget_tokens=budget_tokens, session_id=session_id
-        )
-        return self.llm, chat_messages(query, ctx, utcnow()), ctx
-
-    def _remember_exchange(
-        self, query: str, answer: str, user_id: str, cube_id: str, session_id: str | None
-    ) -> list[str]:
-        if not answer.strip():
-            raise LLMError("the chat model answered with empty text", hint="try again")
-        exchange = [
-            {"role": "user", "name": user_id, "content": query},
-            {"role": "assistant", "name": "assistant", "content": answer},
-        ]
-        return self.add(exchange, user_id=user_id, cube_id=cube_id, session_id=session_id)
-
-    def get_profile(self, *, user_id: str, cube_id: str | None = None) -> list[ProfileAttribute]:
-        """The current profile attributes in ``cube_id`` (or every readable cube), with evidence.
-
-        Attributes come from the long tier; a contradicted value (one with ``valid_to``) is not
-        current and is left out, though it stays in the cube.  Sorted by subject, then key.
-        """
-        return self._profile(self._readable(user_id, None if cube_id is None else [cube_id]))
-
-    def _profile(self, cubes: list[Cube]) -> list[ProfileAttribute]:
-        profile = Filters(tiers=("long",), types=("profile",))
-        found = [
-            _attribute(item)
-            for cube in cubes
-            for item in self.store.list_items(cube.cube_id, profile)
-            if item.valid_to is None
-        ]
-        return sorted(found, key=lambda a: (a.subject, a.key, a.since or a.item_id))
-
-    def list_memories(
-        self,
-        cube_id: str,
-        *,
-        user_id: str,
-        filters: Filters | Mapping[str, Any] | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[MemoryItem]:
-        """A page of a cube's items passing ``filters``, oldest event first (needs ``read``)."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TOP_K:
-            raise ValidationError(f"limit must be an integer from 1 to {MAX_TOP_K}")
-        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**31:
-            raise ValidationError("offset must be an integer from 0 to 2^31 - 1")
-        parsed = parse_filters(filters)
-        self._require(user_id, cube_id, "read")
-        return self.store.list_items(cube_id, parsed, limit=limit, offset=offset)
-
-    def get(
-        self, item_id: str, *, user_id: str, cube_id: str | None = None, as_of: Any = None
-    ) -> MemoryItem:
-        """The current version of an item (deleted items too, with status ``deleted``).
-
-        With ``as_of`` (a time): the version current at that time; ``ItemNotFound`` if the item
-        did not exist yet.  A time in the future or before the cube existed is a
-        ``ValidationError``.
-        """
-        item = self._item(item_id, user_id, "read", cube_id)
-        if as_of is None:
-            return item
-        cube = self._require(user_id, item.cube_id, "read")
-        at = self._past_time(as_of, [cube])
-        then = [v for v in self.store.versions(item.id) if v.at <= at]
-        if not then:
-            raise ItemNotFound(item_id, cube_id)
-        return then[-1].item
-
-    def update(
-        self,
-        item_id: str,
-        *,
-        user_id: str,
-        text: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        reason: str | None = None,
-        cube_id: str | None = None,
-    ) -> MemoryItem:
-        """Write a new version with new text and/or metadata (re-embedded); returns it."""
-        if text is None and metadata is None:
-            raise ValidationError("nothing to update", hint="pass text= and/or metadata=")
-        changes: dict[str, Any] = {}
-        if text is not None:
-            changes["text"] = parse_messages(text)[0].content
-        if metadata is not None:
-            changes["metadata"] = parse_messages([{"content": "-", "metadata": metadata}])[
-                0
-            ].metadata
-        item = self._item(item_id, user_id, "write", cube_id)
-        states.check_writable(item.id, item.status)
-        cube = self._require(user_id, item.cube_id, "write")
-        self._check_embedder(cube)
-        new = replace(item, **changes)
-        vector = None
-        if "text" in changes:
-            vector = self.embedder.embed_passages([embedding_text(new)])[0]
-        return self.store.update_item(new, vector, op="update", actor=user_id, reason=reason)
-
-    def delete(
-        self, item_id: str, *, user_id: str, reason: str | None = None, cube_id: str | None = None
-    ) -> MemoryItem:
-        """Soft-delete: status ``deleted``, out of search, history kept.  Idempotent."""
-        item = self._item(item_id, user_id, "write", cube_id)
-        if item.status == "deleted":
-            return item
-        states.check_writable(item.id, item.status)
-        deleted = replace(item, status="deleted")
-        return self.store.update_item(deleted, None, op="delete", actor=user_id, reason=reason)
-
-    def history(self, item_id: str, *, user_id: str, cube_id: str | None = None) -> list[Version]:
-        """Every version of an item, oldest first, with who made it, when and why."""
-        item = self._item(item_id, user_id, "read", cube_id)
-        return self.store.versions(item.id)
-
-    def reembed(self, cube_id: str, *, user_id: str) -> int:
-        """Re-embed every item of a cube with this MemoryOS's embedder; returns the count.
-
-        The cure for ``EmbedderMismatch``.  Needs ``admin`` on the cube.
-        """
-        self._require(user_id, cube_id, "admin")
-        items = list(self.store.iter_items(cube_id))
-        vectors = self.embedder.embed_passages([embedding_text(i) for i in items])
-        self.store.replace_vectors(
-            cube_id, [i.id for i in items], vectors, fingerprint(self.embedder)
-        )
-        return len(items)
-
-    # -- background work ---------------------------------------------------------------------
-
-    def wait(self, cube_id: str | None = None, timeout: float | None = None) -> bool:
-        """Block until no task is outstanding for ``cube_id`` (or at all); False on timeout.
-
-        With ``workers=0`` the due tasks run here, in the caller's thread.
-        """
-        return self.scheduler.wait(cube_id, timeout)
-
-    def tasks(
-        self,
-        *,
-        user_id: str,
-        cube_id: str | None = None,
-        status: TaskStatus | None = None,
-        limit: int = 100,
-    ) -> list[Task]:
-        """Recent background tasks (newest first) of ``cube_id``, or of every readable cube."""
-        cubes = self._readable(user_id, None if cube_id is None else [cube_id])
-        readable = {c.cube_id for c in cubes}
-        found = self.scheduler.queue.tasks(cube_id=cube_id, status=status, limit=limit)
-        return [t for t in found if t.cube_id in readable]
-
-    def consolidate(self, cube_id: str, *, user_id: str, promote_all: bool = False) -> int:
-        """Consolidate a cube now, in this thread, instead of waiting for the background task.
-
-        Overflowing working turns move to the mid tier; with ``promote_all`` every active
-        segment is also promoted whatever its heat (MemoryOS's ``force_mid_term_analysis``).
-        Needs ``write``.  Returns how many findings the long tier took in.
-        """
-        return self.tiers.consolidate_now(self._require(user_id, cube_id, "write"), promote_all)
-
-
-def _attribute(item: MemoryItem) -> ProfileAttribute:
-    return ProfileAttribute(
-        cube_id=item.cube_id,
-        subject=str(item.metadata.get("subject", "")),
-        key=item.key or "",
-        value=str(item.metadata.get("value", "")),
-        text=item.text,
-        since=item.valid_from,
-        evidence=[s.item_id for s in item.sources if s.item_id],
-        item_id=item.id,
-    )
+    # -- background work (memory.background) -------------------------------------------------
+    wait = Delegate("_background", Background.wait)
+    tasks = Delegate("_background", Background.tasks)
+    consolidate = Delegate("_background", Background.consolidate)

@@ -1,0 +1,122 @@
+"""Chat from memory (DESIGN §4.7): context → chat model → answer, the exchange remembered.
+
+``MemoryOS`` delegates here.  One model call per chat, counted against the cube the exchange
+is stored in.  Without a chat model every call is ``LLMNotConfigured``, saying how to configure
+one; search and context still work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from memstrata.errors import LLMError, LLMNotConfigured
+from memstrata.limits import MAX_CHAT_TOKENS
+from memstrata.llm import LLM, ChatMessage, Completion
+from memstrata.memory.access import check_id, check_int
+from memstrata.memory.components import Components
+from memstrata.memory.items import Items
+from memstrata.memory.reading import Reading
+from memstrata.model import utcnow
+from memstrata.retrieval.pack import Context
+from memstrata.retrieval.prompt import ChatReply, chat_messages
+from memstrata.store.sqlite import usage
+
+
+class Chat:
+    """``MemoryOS``'s ``chat`` and ``chat_stream`` over its reading and item parts."""
+
+    def __init__(self, parts: Components, reading: Reading, items: Items) -> None:
+        self._parts = parts
+        self._reading = reading
+        self._items = items
+
+    def chat(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        cube_id: str,
+        session_id: str | None = None,
+        budget_tokens: int = 1000,
+        max_tokens: int = 256,
+    ) -> ChatReply:
+        """Answer ``query`` from memory with the chat model, and remember the exchange.
+
+        The context comes from every cube ``user_id`` may read (``context``); the question and the
+        answer are stored in ``cube_id`` (needs ``write``) as two turns of ``session_id``.  One LLM
+        call, counted against ``cube_id``.  ``LLMNotConfigured`` without a chat model; an
+        ``LLMError`` stores nothing.
+        """
+        llm, messages, ctx = self._prompt(
+            query, user_id, cube_id, session_id, budget_tokens, max_tokens
+        )
+        completion = llm.complete(messages, max_tokens=max_tokens)
+        self._count(cube_id, completion)
+        ids = self._remember(query, completion.text, user_id, cube_id, session_id)
+        return ChatReply(answer=completion.text, ids=ids, context=ctx)
+
+    def chat_stream(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        cube_id: str,
+        session_id: str | None = None,
+        budget_tokens: int = 1000,
+        max_tokens: int = 256,
+    ) -> Iterator[str]:
+        """``chat`` as the answer's pieces, as the model writes them.
+
+        Everything is checked before the first piece; the exchange is stored after the last one
+        (a stream abandoned part-way stores nothing).  Token counts of a stream are not reported
+        by every server; the call is counted with what was reported (often zero tokens).
+        """
+        llm, messages, _ = self._prompt(
+            query, user_id, cube_id, session_id, budget_tokens, max_tokens
+        )
+
+        def pieces() -> Iterator[str]:
+            answer: list[str] = []
+            for piece in llm.stream(messages, max_tokens=max_tokens):
+                answer.append(piece)
+                yield piece
+            self._count(cube_id, Completion(text="".join(answer)))
+            self._remember(query, "".join(answer), user_id, cube_id, session_id)
+
+        return pieces()
+
+    def _prompt(
+        self,
+        query: str,
+        user_id: str,
+        cube_id: str,
+        session_id: str | None,
+        budget_tokens: int,
+        max_tokens: int,
+    ) -> tuple[LLM, list[ChatMessage], Context]:
+        """Check everything a chat needs, then build its prompt (no model call yet)."""
+        check_int(max_tokens, "max_tokens", 1, MAX_CHAT_TOKENS)
+        if session_id is not None:
+            check_id(session_id, "session_id")
+        self._parts.access.cube(user_id, cube_id, "write")
+        llm = self._parts.llm
+        if llm is None:
+            raise LLMNotConfigured("chat")
+        ctx = self._reading.context(
+            query, user_id=user_id, budget_tokens=budget_tokens, session_id=session_id
+        )
+        return llm, chat_messages(query, ctx, utcnow()), ctx
+
+    def _count(self, cube_id: str, completion: Completion) -> None:
+        usage.record(self._parts.store, cube_id, completion)  # type: ignore[arg-type]
+
+    def _remember(
+        self, query: str, answer: str, user_id: str, cube_id: str, session_id: str | None
+    ) -> list[str]:
+        if not answer.strip():
+            raise LLMError("the chat model answered with empty text", hint="try again")
+        exchange = [
+            {"role": "user", "name": user_id, "content": query},
+            {"role": "assistant", "name": "assistant", "content": answer},
+        ]
+        return self._items.add(exchange, user_id=user_id, cube_id=cube_id, session_id=session_id)

@@ -1,0 +1,233 @@
+"""Writing and reading single memories: add, documents, get, update, delete, history, re-embed.
+
+``MemoryOS`` delegates here.  Every call checks the acting user's grant first (``Access``) and
+validates all of its input before the first write, so an error leaves the database as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from memstrata.embed import fingerprint
+from memstrata.errors import ItemNotFound, ValidationError
+from memstrata.filters import Filters, parse_filters
+from memstrata.lifecycle import states
+from memstrata.limits import MAX_TOP_K
+from memstrata.memory.access import check_id, check_int
+from memstrata.memory.components import Components
+from memstrata.model import MemoryItem, Source, Version, new_id, utcnow
+from memstrata.reader import documents
+from memstrata.reader.messages import parse_messages
+from memstrata.text import embedding_text
+
+
+class Items:
+    """``MemoryOS``'s calls on items (see the module docs)."""
+
+    def __init__(self, parts: Components) -> None:
+        self._parts = parts
+        self._store = parts.store
+        self._access = parts.access
+
+    def add(
+        self,
+        messages: str | Sequence[Mapping[str, Any]],
+        *,
+        user_id: str,
+        cube_id: str,
+        session_id: str | None = None,
+    ) -> list[str]:
+        """Store each message as a ``working``/``turn`` item; return their ids in order.
+
+        Searchable as soon as this returns.  A message whose ``id`` is already stored in the cube
+        with the same content is not stored twice (its existing id is returned); with other
+        content it is a ``ConflictError``.
+        """
+        parsed = parse_messages(messages)
+        if session_id is not None:
+            check_id(session_id, "session_id")
+        self._access.writable_cube(user_id, cube_id)
+        now = utcnow()
+        items = [
+            MemoryItem(
+                id=new_id(),
+                cube_id=cube_id,
+                text=m.content,
+                session_id=session_id,
+                user_id=user_id,
+                role=m.role,
+                speaker=m.name,
+                metadata=m.metadata,
+                external_id=m.external_id,
+                event_time=m.timestamp or now,
+                created_at=now,
+                updated_at=now,
+            )
+            for m in parsed
+        ]
+        ids = self._store_new(items)
+        self._parts.tiers.added(cube_id)
+        return ids
+
+    def add_document(
+        self,
+        data: bytes,
+        *,
+        filename: str,
+        user_id: str,
+        cube_id: str,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        """Parse a document (.txt .md .json .pdf, as bytes) and store it as ``long``/``chunk`` items.
+
+        Chunks follow ``chunk_size``/``chunk_overlap`` (see ``reader.documents``); each has
+        ``sources = [{"uri": "document:<filename>", "span": [start, end]}]`` and metadata naming
+        the document, its SHA-256 and the chunk's place.  Adding the same bytes again stores
+        nothing new and returns the same ids.  Returns the chunk ids in document order.
+        """
+        if not isinstance(data, (bytes, bytearray)):
+            raise ValidationError("a document must be given as bytes")
+        if not isinstance(filename, str) or not filename.strip() or len(filename) > 255:
+            raise ValidationError("filename must be a non-empty string of at most 255 characters")
+        extra = parse_messages([{"content": "-", "metadata": metadata or {}}])[0].metadata
+        if session_id is not None:
+            check_id(session_id, "session_id")
+        settings = self._parts.settings
+        text = documents.parse_document(filename, bytes(data))
+        chunks = documents.chunk_text(text, settings.chunk_size, settings.chunk_overlap)
+        self._access.writable_cube(user_id, cube_id)
+        digest = hashlib.sha256(data).hexdigest()
+        now = utcnow()
+        items = [
+            MemoryItem(
+                id=new_id(),
+                cube_id=cube_id,
+                tier="long",
+                type="chunk",
+                status="activated",
+                text=chunk.text,
+                key=filename,
+                session_id=session_id,
+                user_id=user_id,
+                metadata={
+                    **extra,
+                    "document": filename,
+                    "sha256": digest,
+                    "chunk": n,
+                    "chunks": len(chunks),
+                },
+                external_id=f"doc:{digest[:32]}:{n}",
+                sources=[Source(uri=f"document:{filename}", span=(chunk.start, chunk.end))],
+                event_time=now,
+                created_at=now,
+                updated_at=now,
+            )
+            for n, chunk in enumerate(chunks)
+        ]
+        return self._store_new(items)
+
+    def _store_new(self, items: list[MemoryItem]) -> list[str]:
+        embedder = self._parts.embedder
+        vectors = embedder.embed_passages([embedding_text(i) for i in items])
+        return self._store.add_items(items, vectors, fingerprint(embedder))
+
+    def list_memories(
+        self,
+        cube_id: str,
+        *,
+        user_id: str,
+        filters: Filters | Mapping[str, Any] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[MemoryItem]:
+        """A page of a cube's items passing ``filters``, oldest event first (needs ``read``)."""
+        check_int(limit, "limit", 1, MAX_TOP_K)
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**31:
+            raise ValidationError("offset must be an integer from 0 to 2^31 - 1")
+        parsed = parse_filters(filters)
+        self._access.cube(user_id, cube_id, "read")
+        return self._store.list_items(cube_id, parsed, limit=limit, offset=offset)
+
+    def get(
+        self, item_id: str, *, user_id: str, cube_id: str | None = None, as_of: Any = None
+    ) -> MemoryItem:
+        """The current version of an item (deleted items too, with status ``deleted``).
+
+        With ``as_of`` (a time): the version current at that time; ``ItemNotFound`` if the item
+        did not exist yet.  A time in the future or before the cube existed is a
+        ``ValidationError``.
+        """
+        item = self._access.item(item_id, user_id, "read", cube_id)
+        if as_of is None:
+            return item
+        cube = self._access.cube(user_id, item.cube_id, "read")
+        at = self._access.past_time(as_of, [cube])
+        then = [v for v in self._store.versions(item.id) if v.at <= at]
+        if not then:
+            raise ItemNotFound(item_id, cube_id)
+        return then[-1].item
+
+    def update(
+        self,
+        item_id: str,
+        *,
+        user_id: str,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+        cube_id: str | None = None,
+    ) -> MemoryItem:
+        """Write a new version with new text and/or metadata (re-embedded); returns it."""
+        if text is None and metadata is None:
+            raise ValidationError("nothing to update", hint="pass text= and/or metadata=")
+        changes: dict[str, Any] = {}
+        if text is not None:
+            changes["text"] = parse_messages(text)[0].content
+        if metadata is not None:
+            parsed = parse_messages([{"content": "-", "metadata": metadata}])
+            changes["metadata"] = parsed[0].metadata
+        item = self._access.item(item_id, user_id, "write", cube_id)
+        states.check_writable(item.id, item.status)
+        self._access.check_item_embedder(item)
+        return self.write_version(item, replace(item, **changes), user_id, "update", reason)
+
+    def write_version(
+        self, old: MemoryItem, new: MemoryItem, actor: str, op: str, reason: str | None
+    ) -> MemoryItem:
+        """Store ``new`` as the next version of ``old`` (checked writable by the caller),
+        re-embedding it when its text changed; returns the stored item."""
+        vector = None
+        if new.text != old.text:
+            vector = self._parts.embedder.embed_passages([embedding_text(new)])[0]
+        return self._store.update_item(new, vector, op=op, actor=actor, reason=reason)
+
+    def delete(
+        self, item_id: str, *, user_id: str, reason: str | None = None, cube_id: str | None = None
+    ) -> MemoryItem:
+        """Soft-delete: status ``deleted``, out of search, history kept.  Idempotent."""
+        item = self._access.item(item_id, user_id, "write", cube_id)
+        if item.status == "deleted":
+            return item
+        states.check_writable(item.id, item.status)
+        deleted = replace(item, status="deleted")
+        return self._store.update_item(deleted, None, op="delete", actor=user_id, reason=reason)
+
+    def history(self, item_id: str, *, user_id: str, cube_id: str | None = None) -> list[Version]:
+        """Every version of an item, oldest first, with who made it, when and why."""
+        item = self._access.item(item_id, user_id, "read", cube_id)
+        return self._store.versions(item.id)
+
+    def reembed(self, cube_id: str, *, user_id: str) -> int:
+        """Re-embed every item of a cube with this MemoryOS's embedder, in this thread; returns
+        the count.  The cure for ``EmbedderMismatch``.  Needs ``admin`` on the cube.
+        """
+        self._access.cube(user_id, cube_id, "admin")
+        embedder = self._parts.embedder
+        items = list(self._store.iter_items(cube_id))
+        vectors = embedder.embed_passages([embedding_text(i) for i in items])
+        self._store.replace_vectors(cube_id, [i.id for i in items], vectors, fingerprint(embedder))
+        return len(items)

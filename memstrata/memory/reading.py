@@ -1,0 +1,167 @@
+"""Reading memory: search (live and as of a past time), packed context, profile, recall.
+
+``MemoryOS`` delegates here.  Every call is scoped to the cubes the acting user may read
+(``Access.readable``); the ranking itself is ``memstrata.retrieval``'s, the same for the live
+memory and for a past moment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from memstrata.filters import Filters, parse_filters
+from memstrata.lifecycle import states
+from memstrata.limits import MAX_BUDGET, MAX_TOP_K
+from memstrata.memory import shaping
+from memstrata.memory.access import check_int, check_query
+from memstrata.memory.components import Components
+from memstrata.model import Cube, Hit, MemoryItem, ProfileAttribute
+from memstrata.retrieval.history import search_as_of
+from memstrata.retrieval.pack import Context, pack
+from memstrata.retrieval.search import expand_chain, expand_to_sources, hybrid_search
+
+
+class Reading:
+    """``MemoryOS``'s read calls (see the module docs)."""
+
+    def __init__(self, parts: Components) -> None:
+        self._parts = parts
+        self._store = parts.store
+        self._access = parts.access
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        cube_ids: Sequence[str] | None = None,
+        top_k: int = 10,
+        filters: Filters | Mapping[str, Any] | None = None,
+        include: Sequence[str] | None = None,
+        as_of: Any = None,
+    ) -> list[Hit]:
+        """Hybrid search over ``cube_ids`` (default: every cube the user may read), best first.
+
+        Each hit's item names its cube.  ``include`` adds ``merged``, ``archived`` or ``frozen``
+        items (left out by default).  With ``as_of`` (a time) the search answers as the memory
+        stood then: later items are absent, updated items show the version then current, ranked
+        by the same engine as the live search (``retrieval.history``; slower: it reads the
+        cubes' history).
+        """
+        check_query(query)
+        check_int(top_k, "top_k", 1, MAX_TOP_K)
+        parsed = parse_filters(filters)
+        if include is not None:
+            statuses = (*parsed.statuses, *states.searched_statuses(include))
+            parsed = replace(parsed, statuses=tuple(dict.fromkeys(statuses)))
+        cubes = self._access.readable(user_id, cube_ids)
+        if as_of is None:
+            return self._search(query, cubes, top_k, parsed)
+        at = self._access.past_time(as_of, cubes)
+        for cube in cubes:
+            self._access.check_embedder(cube)
+        scope = [c.cube_id for c in cubes]
+        parts = self._parts
+        return search_as_of(
+            self._store, parts.embedder, parts.settings, query, scope, parsed, top_k, at
+        )
+
+    def _search(self, query: str, cubes: list[Cube], top_k: int, filters: Filters) -> list[Hit]:
+        """``search`` over cubes already checked readable; counts the hits' reads."""
+        if not cubes:
+            return []
+        for cube in cubes:
+            self._access.check_embedder(cube)
+        scope = [c.cube_id for c in cubes]
+        parts = self._parts
+        hits = hybrid_search(
+            self._store, parts.embedder, parts.settings, query, scope, filters, top_k
+        )
+        parts.tiers.note_reads(h.item for h in hits)
+        return hits
+
+    def context(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        budget_tokens: int = 1000,
+        cube_ids: Sequence[str] | None = None,
+        session_id: str | None = None,
+        filters: Filters | Mapping[str, Any] | None = None,
+        expand_sources: bool = True,
+        chain: bool = True,
+    ) -> Context:
+        """The memories for ``query`` packed into ``budget_tokens`` (see ``retrieval.pack``).
+
+        With ``session_id``, that session's working turns come first.  With ``expand_sources``
+        a long-tier hit (fact, profile, preference, knowledge) is shown as the turns it came
+        from (see ``retrieval.search.expand_to_sources``); with ``chain`` each turn brings the
+        next turn of its session (``expand_chain``).  Never exceeds the budget.
+        """
+        check_int(budget_tokens, "budget_tokens", 1, MAX_BUDGET)
+        check_query(query)
+        parsed = parse_filters(filters)
+        cubes = self._access.readable(user_id, cube_ids)
+        top_k = min(MAX_TOP_K, max(20, budget_tokens // 15))
+        hits = self._search(query, cubes, top_k, parsed)
+        if expand_sources:
+            hits = expand_to_sources(self._store, hits)
+        if chain:
+            hits = expand_chain(self._store, hits)
+        recent: list[MemoryItem] = []
+        if session_id is not None:
+            working = Filters(session_id=session_id, tiers=("working",), types=("turn",))
+            for cube in cubes:
+                recent.extend(self._store.list_items(cube.cube_id, working))
+            recent.sort(key=lambda i: (i.event_time, i.id))
+        profile = [a.text for a in self._profile(cubes)]
+        return pack(hits, recent, budget_tokens, profile=profile)
+
+    def recall(
+        self, query: str, *, user_id: str, cube_id: str, budget_tokens: int = 1000
+    ) -> shaping.Recall:
+        """What MemoryOS's retriever returns for ``query`` in ``cube_id``: the packed context
+        split into pages, user knowledge and assistant knowledge (``memory.shaping``)."""
+        ctx = self.context(
+            query, user_id=user_id, cube_ids=[cube_id], budget_tokens=budget_tokens,
+            expand_sources=False,  # MemoryOS returns pages and knowledge apart
+        )  # fmt: skip
+        return shaping.recall(ctx)
+
+    def get_profile(self, *, user_id: str, cube_id: str | None = None) -> list[ProfileAttribute]:
+        """The current profile attributes in ``cube_id`` (or every readable cube), with evidence.
+
+        Attributes come from the long tier; a contradicted value (one with ``valid_to``) is not
+        current and is left out, though it stays in the cube.  Sorted by subject, then key.
+        """
+        return self._profile(self._access.readable(user_id, None if cube_id is None else [cube_id]))
+
+    def profile_summary(self, *, user_id: str, cube_id: str | None = None) -> str:
+        """``user_id``'s own current attributes, one ``key: value`` line each ("" if none)."""
+        return shaping.profile_summary(user_id, self.get_profile(user_id=user_id, cube_id=cube_id))
+
+    def _profile(self, cubes: list[Cube]) -> list[ProfileAttribute]:
+        profile = Filters(tiers=("long",), types=("profile",))
+        found = [
+            _attribute(item)
+            for cube in cubes
+            for item in self._store.list_items(cube.cube_id, profile)
+            if item.valid_to is None
+        ]
+        return sorted(found, key=lambda a: (a.subject, a.key, a.since or a.item_id))
+
+
+def _attribute(item: MemoryItem) -> ProfileAttribute:
+    return ProfileAttribute(
+        cube_id=item.cube_id,
+        subject=str(item.metadata.get("subject", "")),
+        key=item.key or "",
+        value=str(item.metadata.get("value", "")),
+        text=item.text,
+        since=item.valid_from,
+        evidence=[s.item_id for s in item.sources if s.item_id],
+        item_id=item.id,
+    )
