@@ -1,18 +1,17 @@
-"""The time machine: memory as it stood at a past moment (DESIGN §5, ``as_of``).
+"""The time machine: search memory as it stood at a past moment (DESIGN §5, ``as_of``).
 
-Every write keeps a full snapshot in ``item_versions`` with its time, so the state of a cube at
-time T is, per item, its latest version written at or before T; items first written after T
-are absent.  ``search_as_of`` ranks those snapshots with the same two channels as the live
-search (BM25 over the query's terms and cosine similarity), fused by RRF.  It reads the whole
-cube's history rather than an index, so it costs time linear in the cube's size (about a
-second per 100k items): it is an audit tool, not the hot path.  A snapshot whose text is what
-the item says now reuses the stored vector; an older text is embedded again.
+The state of a cube at time T is, per item, its latest version written at or before T
+(``HistoryStore.items_as_of``).  ``search_as_of`` copies that state into a scratch index of the
+store (same full-text tokenizer, term choice, BM25 and cosine as the live one, kept in memory
+only) and runs the live ``hybrid_search`` on it, so query decomposition, fusion and neighbour
+smoothing apply as they would have then, and filters mean what they mean live.  It reads the
+whole cubes' history and indexes it afresh, so it costs time linear in their size (copying
+takes about 0.13 ms per item, 2.6 s for 20k items on a development laptop, plus embedding the
+texts that changed since): an audit tool, not the hot path.
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -22,12 +21,9 @@ from memstrata.config import Settings
 from memstrata.embed import Embedder
 from memstrata.filters import Filters
 from memstrata.model import Hit, MemoryItem
-from memstrata.retrieval.search import candidate_width, fuse_channels
-from memstrata.store.base import Store
-from memstrata.text import embedding_text, query_terms, terms
-
-# BM25's usual constants.
-_K1, _B = 1.2, 0.75
+from memstrata.retrieval.search import hybrid_search
+from memstrata.store.base import ItemStore, Store, Vectors
+from memstrata.text import embedding_text
 
 
 def search_as_of(
@@ -40,56 +36,37 @@ def search_as_of(
     top_k: int,
     at: datetime,
 ) -> list[Hit]:
-    """The ``top_k`` best items for ``query`` among ``cube_ids`` as they stood at ``at``."""
-    items = [
-        item for cube_id in cube_ids for item in store.items_as_of(cube_id, at)
-        if filters.matches(item)
-    ]  # fmt: skip
+    """The ``top_k`` best items for ``query`` among ``cube_ids`` as they stood at ``at``, ranked
+    as ``hybrid_search`` ranks (each hit's item is the version current at ``at``)."""
+    items = [item for cube_id in cube_ids for item in store.items_as_of(cube_id, at)]
     if not items:
         return []
-    width = candidate_width(settings, top_k)
-    keyword = _bm25(query, items)[:width]
-    dense = _dense(store, embedder, query, items)[:width]
-    fused = fuse_channels(keyword, dense, settings)[:top_k]
-    by_id = {item.id: item for item in items}
-    return [Hit(by_id[i], score, ranks) for i, score, ranks in fused]
+    vectors = past_vectors(store, embedder, items, filters)
+    with store.scratch_index(items, vectors) as index:
+        return hybrid_search(index, embedder, settings, query, cube_ids, filters, top_k)
 
 
-def _bm25(query: str, items: list[MemoryItem]) -> list[tuple[str, float]]:
-    wanted = query_terms(query)
-    docs = [Counter(terms(embedding_text(i))) for i in items]
-    if not wanted or not docs:
-        return []
-    average = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
-    df = {t: sum(1 for d in docs if t in d) for t in wanted}
-    scored = []
-    for item, doc in zip(items, docs, strict=True):
-        length = sum(doc.values())
-        score = 0.0
-        for t in wanted:
-            if doc[t]:
-                idf = math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5))
-                score += (
-                    idf * doc[t] * (_K1 + 1) / (doc[t] + _K1 * (1 - _B + _B * length / average))
-                )
-        if score > 0:
-            scored.append((item.id, score))
-    return sorted(scored, key=lambda s: -s[1])
+def past_vectors(
+    store: ItemStore, embedder: Embedder, items: Sequence[MemoryItem], filters: Filters
+) -> Vectors:
+    """One row per item: the vector of its text as it stood, or zeros (no vector) for an item
+    that ``filters`` reject, which can never be a dense hit and need not be embedded.
 
-
-def _dense(
-    store: Store, embedder: Embedder, query: str, items: list[MemoryItem]
-) -> list[tuple[str, float]]:
+    The stored vector serves when the item's embedded text is still the same; an older text is
+    embedded again (by the embedder the live cube is searched with, so scores compare).
+    """
     current = {i.id: i for i in store.get_items([i.id for i in items])}
-    same = [i for i in items if i.id in current and current[i.id].text == i.text]
-    older = [i for i in items if not (i.id in current and current[i.id].text == i.text)]
-    parts, order = [], []
-    if same:
-        parts.append(store.get_vectors([i.id for i in same]))
-        order.extend(same)
-    if older:
-        parts.append(embedder.embed_passages([embedding_text(i) for i in older]))
-        order.extend(older)
-    scores = np.vstack(parts) @ np.asarray(embedder.embed_query(query), np.float32).ravel()
-    ranked = sorted(zip(order, scores.tolist(), strict=True), key=lambda p: -p[1])
-    return [(item.id, float(score)) for item, score in ranked]
+    wanted = [n for n, item in enumerate(items) if filters.matches(item) and item.text]
+    reuse = [n for n in wanted if _unchanged(current.get(items[n].id), items[n])]
+    fresh = sorted(set(wanted) - set(reuse))
+    matrix = np.zeros((len(items), embedder.dim), np.float32)
+    if reuse:
+        matrix[reuse] = store.get_vectors([items[n].id for n in reuse])
+    if fresh:
+        matrix[fresh] = embedder.embed_passages([embedding_text(items[n]) for n in fresh])
+    return matrix
+
+
+def _unchanged(now: MemoryItem | None, then: MemoryItem) -> bool:
+    """Whether the stored vector of ``now`` is the vector of ``then`` (same embedded text)."""
+    return now is not None and embedding_text(now) == embedding_text(then)

@@ -10,7 +10,7 @@ from memstrata.filters import Filters
 from memstrata.model import Hit
 from memstrata.retrieval.decompose import decompose, interleave
 from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
-from memstrata.store.base import Store
+from memstrata.store.base import SearchIndex, Store
 
 
 def candidate_width(settings: Settings, top_k: int) -> int:
@@ -32,7 +32,7 @@ NEIGHBOUR_WEIGHT = 0.6
 
 
 def hybrid_search(
-    store: Store,
+    store: SearchIndex,
     embedder: Embedder,
     settings: Settings,
     query: str,
@@ -58,7 +58,7 @@ def hybrid_search(
 
 
 def _search_one(
-    store: Store,
+    store: SearchIndex,
     embedder: Embedder,
     settings: Settings,
     query: str,
@@ -80,7 +80,9 @@ def _search_one(
     return hits[:top_k]
 
 
-def smooth_neighbours(store: Store, hits: list[Hit], filters: Filters, weight: float) -> list[Hit]:
+def smooth_neighbours(
+    store: SearchIndex, hits: list[Hit], filters: Filters, weight: float
+) -> list[Hit]:
     """``hits`` re-ranked so that a turn gains ``weight`` × the score of its best adjacent turn.
 
     A question is answered by the next turn and an answer is named by the turn before it, so a
