@@ -1,5 +1,25 @@
-"""Storage backends behind the ``Store`` Protocol (DESIGN §7)."""
+"""Storage behind small Protocols (DESIGN §7); ``Store`` is all of them, ``sqlite`` the default."""
 
-from memstrata.store.base import Store
+from memstrata.store.base import (
+    ArchiveStore,
+    CubeStore,
+    ErasureStore,
+    HistoryStore,
+    ItemStore,
+    PrincipalStore,
+    SearchIndex,
+    Store,
+    UsageStore,
+)
 
-__all__ = ["Store"]
+__all__ = [
+    "ArchiveStore",
+    "CubeStore",
+    "ErasureStore",
+    "HistoryStore",
+    "ItemStore",
+    "PrincipalStore",
+    "SearchIndex",
+    "Store",
+    "UsageStore",
+]

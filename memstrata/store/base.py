@@ -232,7 +232,9 @@ class HistoryStore(Protocol):
         live store (same tokenizer, term choice, BM25 and cosine); gone when the context exits.
 
         Row i of ``vectors`` is item i's vector; a row of zeros means the item has none (it is
-        left out of the dense channel).  Kept in memory only: nothing of it reaches a disk.
+        left out of the dense channel).  BM25's collection statistics are those of ``items``
+        (the live index's span the whole database), so keyword scores may differ from the live
+        ones by a little.  Kept in memory only: nothing of it reaches a disk.
         """
 
 

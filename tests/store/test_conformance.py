@@ -291,3 +291,74 @@ def test_a_list_that_grows_at_its_end_is_recorded_as_what_was_added(store: Store
     update = store.events(item_id=first.id)[-1]
     assert update.before == {"text": "segment"}
     assert update.after == {"text": "seg 2", "sources+": [{"item_id": "p2"}]}
+
+
+def test_llm_usage_adds_up_per_cube_and_goes_with_the_cube(store: Store) -> None:
+    assert store.llm_usage("c1") == {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    store.record_usage("c1", 100, 7)
+    store.record_usage("c1", 20, 3)
+    store.record_usage("c2", 1, 1)
+    assert store.llm_usage("c1") == {"calls": 2, "prompt_tokens": 120, "completion_tokens": 10}
+    store.delete_cube("c1", "u1")
+    assert store.llm_usage("c1")["calls"] == 0 and store.llm_usage("c2")["calls"] == 1
+
+
+def test_a_cube_read_whole_is_inserted_identically_elsewhere(store: Store, tmp_path: Path) -> None:
+    ids = add(store, (item("a", session_id="s"), unit(0)), (item("b", session_id="s"), unit(1)))
+    (cur,) = store.get_items([ids[0]])
+    store.update_item(replace(cur, text="a2"), unit(2), op="update", actor="u1")
+    data = store.read_cube("c1")
+    assert [i.id for i in data.items] == sorted(ids) and data.vector_ids == sorted(ids)
+    with pytest.raises(AlreadyExists):
+        store.check_free(data)
+    other = SQLiteStore(tmp_path / "other.db")
+    try:
+        other.put_user(User("u1"))
+        other.check_free(data)
+        other.insert_cube(data, artifact_paths={}, note={"from": "test"})
+        assert other.get_items(ids) == store.get_items(ids)
+        assert np.array_equal(other.get_vectors(ids), store.get_vectors(ids))
+        assert other.versions(ids[0]) == store.versions(ids[0])
+        assert other.permission("c1", "u1") == "admin"
+        assert [e.op for e in other.events(cube_id="c1")][-1] == "import"
+        assert [f[0] for f in other.keyword_search("b", ["c1"], Filters(), 5)] == [ids[1]]
+        assert other.vector_search(unit(2), ["c1"], Filters(), 1)[0][0] == ids[0]
+        assert other.artifact_dir("c1") == tmp_path / "other.db.artifacts" / "c1"
+    finally:
+        other.close()
+
+
+def test_a_scratch_index_scores_as_the_live_store(store: Store) -> None:
+    t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    ids = add(
+        store,
+        (item("the dog chased the cat", session_id="s", event_time=t0), unit(0)),
+        (item("a cat slept on the mat", session_id="s", event_time=t0.replace(day=2)), unit(1)),
+        (item("dogs and cats and dogs", metadata={"k": 1}), unit(0, 1)),
+        (item("other cube dog", cube="c2"), unit(0)),
+    )
+    items = store.get_items(ids[:3])
+    filters = [Filters(), Filters(metadata={"k": 1}), Filters(session_id="s")]
+    with store.scratch_index(items, store.get_vectors(ids[:3])) as index:
+        for f in filters:
+            for query in ("dog", "cat mat", "dogs cats"):
+                # BM25's statistics span the index (the live one holds c2 too): same order
+                live = [i for i, _ in store.keyword_search(query, ["c1"], f, 10)]
+                assert [i for i, _ in index.keyword_search(query, ["c1"], f, 10)] == live
+            assert index.vector_search(unit(0), ["c1"], f, 10) == store.vector_search(
+                unit(0), ["c1"], f, 10
+            )
+        assert index.next_turns("c1", ids[:1]) == {ids[0]: ids[1]}
+        assert index.get_items([ids[3]]) == []  # only the items given
+    assert store.get_items(ids[3:]) != []
+
+
+def test_erased_items_leave_no_past_state(store: Store) -> None:
+    ids = add(store, (item("secret words"), unit(0)), (item("kept words"), unit(1)))
+    t = datetime.now(timezone.utc)
+    assert store.erase_items([ids[0], ids[0]], "u1", "asked") == 1
+    assert store.erase_items([ids[0]], "u1", None) == 0
+    assert [i.text for i in store.items_as_of("c1", t)] == ["kept words"]
+    assert store.keyword_search("secret", ["c1"], Filters(statuses=("deleted",)), 5) == []
+    assert store.versions(ids[0]) == []
+    assert store.cubes_with_items_of("u1") == ["c1"]

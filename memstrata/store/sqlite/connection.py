@@ -91,7 +91,9 @@ class SQLiteDatabase:
         """
         self.path = str(path)
         self._foreign_keys = foreign_keys
-        self._in_memory = self.path == ":memory:" or "mode=memory" in self.path
+        self._in_memory = self.path == ":memory:" or (
+            self.path.startswith("file:") and "mode=memory" in self.path
+        )
         self._max_postings = keyword_max_postings
         self._postings = PostingsCache()
         self._busy_timeout_ms = busy_timeout_ms
