@@ -17,10 +17,10 @@ and MemCube ``export``/``import_cube`` to and from a local ``.tar.gz``.  A time 
 datetime, an ISO 8601 string or epoch seconds; a naive one is UTC.
 
 Results are the core's dataclasses (``User``, ``Cube``, ``MemoryItem``, ``Version``, ``Hit``,
-``Context``, ``ChatReply``, ``Task``, ``Event``…).  A search hit's item carries the fields the API
-shows for hits (id, cube_id, text, type, tier, event_time, session_id, speaker, sources); its
-other fields are the dataclass defaults (``get`` fetches the whole item).  ``MemoryOS.stats`` has
-no JSON endpoint: ``metrics`` returns the Prometheus text, which holds the same counts.
+``Context``, ``ChatReply``, ``Task``, ``Event``…), read back by ``memstrata.wire`` exactly as the
+server had them: every field travels, a search hit's item included, and an answer that lacks one
+is a ``ResponseError`` (``bad_response``), never a default.  ``MemoryOS.stats`` has no JSON
+endpoint: ``metrics`` returns the Prometheus text, which holds the same counts.
 
 Errors, the ``memstrata.errors`` tree plus two leaves for what only a client meets::
 
@@ -42,6 +42,7 @@ its ``httpx.Client``, which is thread-safe (``wait`` without a timeout may make 
 
 from memstrata.client.errors import ResponseError, ServerUnreachable
 from memstrata.client.http import Client
-from memstrata.client.wire import Health, When
+from memstrata.client.service import Health
+from memstrata.client.transport import When
 
 __all__ = ["Client", "Health", "ResponseError", "ServerUnreachable", "When"]

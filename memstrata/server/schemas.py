@@ -2,21 +2,34 @@
 
 Request bodies reject unknown fields (a typo is a 422, not a silent default) except ``/configure``,
 whose unknown settings the core names in its own error.  Field aliases accept MemOS's names
-(``mem_cube_id``, ``target_user_id``, ``install_cube_ids``,
-``memory_id``).  A ``user_id`` in a body is accepted
-for MemOS compatibility only: the caller is who the API key says, and a different ``user_id`` is a
-422 (see ``routes.check_self``).  Responses that are core dataclasses (``User``, ``Cube``,
-``MemoryItem``, ``Version``, ``Task``…) are returned as they are; the rest are defined here.
+(``mem_cube_id``, ``target_user_id``, ``install_cube_ids``, ``memory_id``).  A ``user_id`` in a
+body is accepted for MemOS compatibility only: the caller is who the API key says, and a different
+``user_id`` is a 422 (see ``routes.check_self``).
+
+Bounds come from ``memstrata.limits`` and states from ``lifecycle.states``, so the schema refuses
+exactly what the core would.  Items, hits, versions, contexts and chat replies are made by
+``memstrata.wire`` (the shape every surface shares) and validated by the ``*Out`` models here,
+which document them in OpenAPI; the plain records (``User``, ``Cube``, ``Grant``, ``Event``,
+``Task``…) are returned as the core's dataclasses, whose every field is the same record.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from memstrata.memory.system import MAX_BUDGET, MAX_TOP_K
+from memstrata import wire
+from memstrata.lifecycle.states import Includable, Target
+from memstrata.limits import (
+    MAX_BUDGET,
+    MAX_CHAT_TOKENS,
+    MAX_KEY_LABEL,
+    MAX_TOP_K,
+    MAX_WAIT_S,
+    RUNTIME_RANGES,
+)
 from memstrata.model import (
     ApiKey,
     CubeKind,
@@ -25,16 +38,12 @@ from memstrata.model import (
     MemoryItem,
     Permission,
     Role,
-    Source,
     Status,
     Tier,
+    Version,
 )
 from memstrata.retrieval.pack import Context
-
-#: The longest ``/tasks/wait`` a request may ask for, in seconds (it holds a worker thread).
-MAX_WAIT_S = 60.0
-#: The states a search leaves out unless ``include`` names them (``lifecycle.states.INCLUDABLE``).
-Includable = Literal["merged", "archived", "frozen"]
+from memstrata.retrieval.prompt import ChatReply
 
 
 def _user_field() -> Any:
@@ -60,6 +69,13 @@ class ErrorBody(BaseModel):
     error: ErrorDetail
 
 
+class _Out(BaseModel):
+    """A response body made from ``memstrata.wire``: a field the wire has and the model lacks is
+    an error here (a test run finds it), never a field silently left out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 # -- users and keys ----------------------------------------------------------------------------
 
 
@@ -70,10 +86,10 @@ class UserIn(_Body):
 
 
 class KeyIn(_Body):
-    label: str | None = Field(default=None, max_length=200)
+    label: str | None = Field(default=None, max_length=MAX_KEY_LABEL)
 
 
-class KeyOut(BaseModel):
+class KeyOut(_Out):
     """An API key's record; the key itself is never shown again after creation."""
 
     key_id: str
@@ -84,22 +100,24 @@ class KeyOut(BaseModel):
 
     @classmethod
     def of(cls, key: ApiKey) -> KeyOut:
-        return cls(
-            key_id=key.key_id,
-            user_id=key.user_id,
-            label=key.label,
-            created_at=key.created_at,
-            revoked_at=key.revoked_at,
-        )
+        return cls.model_validate(_key_record(key))
 
 
-class NewKey(BaseModel):
+class NewKey(KeyOut):
     """A new API key: ``key`` is shown here once and cannot be recovered later."""
 
-    key_id: str
     key: str
-    user_id: str
-    label: str | None
+
+    @classmethod
+    def of(cls, key: ApiKey) -> NewKey:
+        return cls.model_validate(_key_record(key) | {"key": key.secret or ""})
+
+
+def _key_record(key: ApiKey) -> dict[str, Any]:
+    """The key's record without its secret (the API calls a new key's secret ``key``)."""
+    record: dict[str, Any] = wire.to_wire(key)
+    del record["secret"]
+    return record
 
 
 # -- cubes -----------------------------------------------------------------------------------
@@ -152,34 +170,77 @@ class UpdateIn(_Body):
     reason: str | None = Field(default=None, description="Why; kept in the history.")
 
 
-class MemoryOut(BaseModel):
-    """The part of a memory item a search or context result shows."""
+class SourceOut(_Out):
+    """Where a derived item came from: an item id, or a URI with a character span."""
+
+    item_id: str | None
+    uri: str | None
+    span: tuple[int, int] | None
+    role: str | None
+
+
+class MemoryOut(_Out):
+    """A memory item, every field (``memstrata.wire``'s item)."""
 
     id: str
     cube_id: str
     text: str
-    type: ItemType
+    version: int
     tier: Tier
-    event_time: datetime
+    type: ItemType
     session_id: str | None
+    user_id: str | None = Field(description="Who added it.")
+    agent_id: str | None
+    role: str | None
     speaker: str | None
-    sources: list[Source]
+    key: str | None = Field(description="A derived item's key (a profile attribute's name…).")
+    keywords: list[str]
+    tags: list[str]
+    metadata: dict[str, Any]
+    external_id: str | None = Field(description="The id the message was added with.")
+    event_time: datetime = Field(description="When it was said or happened.")
+    created_at: datetime
+    updated_at: datetime
+    valid_from: datetime | None
+    valid_to: datetime | None = Field(description="Set when a later fact contradicted it.")
+    status: Status
+    merged_into: str | None
+    confidence: float | None
+    pinned: bool
+    access_count: int
+    last_accessed_at: datetime | None
+    heat: float | None
+    sources: list[SourceOut]
+    segment_id: str | None = Field(description="A mid-tier page's segment.")
 
     @classmethod
     def of(cls, item: MemoryItem) -> MemoryOut:
-        return cls(**_shown(item))
+        return cls.model_validate(wire.item_to_wire(item))
 
 
 class HitOut(MemoryOut):
+    """A search hit: the item's fields, its score and its rank in each channel."""
+
     score: float = Field(description="Fused relevance; higher is better.")
+    ranks: dict[str, int] = Field(description="1-based rank in each channel that found it.")
 
     @classmethod
     def of_hit(cls, hit: Hit) -> HitOut:
-        return cls(**_shown(hit.item), score=hit.score)
+        return cls.model_validate(wire.hit_to_wire(hit))
 
 
-def _shown(item: MemoryItem) -> dict[str, Any]:
-    return {name: getattr(item, name) for name in MemoryOut.model_fields}
+class VersionOut(_Out):
+    """One version of an item: the item as it stood after a change, when, by whom and why."""
+
+    version: int
+    item: MemoryOut
+    at: datetime
+    actor: str | None
+    reason: str | None
+
+    @classmethod
+    def of(cls, version: Version) -> VersionOut:
+        return cls.model_validate(wire.to_wire(version))
 
 
 # -- search, context, chat -------------------------------------------------------------------
@@ -224,7 +285,7 @@ class ContextIn(_Body):
     user_id: str | None = _user_field()
 
 
-class ContextOut(BaseModel):
+class ContextOut(_Out):
     """A packed context: ``text`` for a prompt (``tokens`` ≤ ``budget``) and what it holds."""
 
     text: str
@@ -236,14 +297,7 @@ class ContextOut(BaseModel):
 
     @classmethod
     def of(cls, context: Context) -> ContextOut:
-        return cls(
-            text=context.text,
-            tokens=context.tokens,
-            budget=context.budget,
-            profile=context.profile,
-            items=[MemoryOut.of(i) for i in context.items],
-            hits=[HitOut.of_hit(h) for h in context.hits],
-        )
+        return cls.model_validate(wire.context_to_wire(context))
 
 
 class ChatIn(_Body):
@@ -254,21 +308,25 @@ class ChatIn(_Body):
     )
     session_id: str | None = None
     budget_tokens: int = Field(default=1000, ge=1, le=MAX_BUDGET)
-    max_tokens: int = Field(default=256, ge=1, le=8192)
+    max_tokens: int = Field(default=256, ge=1, le=MAX_CHAT_TOKENS)
     user_id: str | None = _user_field()
 
 
-class ChatOut(BaseModel):
+class ChatOut(_Out):
     answer: str
     ids: list[str] = Field(description="The stored question and answer turns.")
     context: ContextOut | None
+
+    @classmethod
+    def of(cls, reply: ChatReply) -> ChatOut:
+        return cls.model_validate(wire.chat_reply_to_wire(reply))
 
 
 # -- lifecycle and governance ---------------------------------------------------------------
 
 
 class TransitionIn(_Body):
-    to: Status = Field(description="The new state; see docs/lifecycle.md for the legal moves.")
+    to: Target = Field(description="The new state; see docs/lifecycle.md for the legal moves.")
     reason: str | None = Field(default=None, description="Why; kept in the history and audit.")
 
 
@@ -297,16 +355,25 @@ class Erased(BaseModel):
 # -- operations ------------------------------------------------------------------------------
 
 
+def _runtime(name: str) -> Any:
+    """An optional field bounded by the core's range for runtime setting ``name``."""
+    low, high = RUNTIME_RANGES[name]
+    return Field(default=None, ge=low, le=high)
+
+
 class ConfigureIn(BaseModel):
-    """Runtime settings to change (search tuning); any other name is a 422 naming the allowed."""
+    """Runtime settings to change (search tuning); any other name is a 422 naming the allowed.
+
+    One field per ``limits.RUNTIME_RANGES`` entry, bounded by its range (a test checks both).
+    """
 
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
-    rrf_k: int | None = Field(default=None, ge=1, le=10_000)
-    search_candidates: int | None = Field(default=None, ge=1, le=10_000)
-    keyword_max_postings: int | None = Field(default=None, ge=1, le=100_000_000)
-    keyword_weight: float | None = Field(default=None, ge=0, le=1_000)
-    dense_weight: float | None = Field(default=None, ge=0, le=1_000)
+    rrf_k: int | None = _runtime("rrf_k")
+    search_candidates: int | None = _runtime("search_candidates")
+    keyword_max_postings: int | None = _runtime("keyword_max_postings")
+    keyword_weight: float | None = _runtime("keyword_weight")
+    dense_weight: float | None = _runtime("dense_weight")
 
 
 class WaitIn(_Body):

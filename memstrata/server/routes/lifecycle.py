@@ -13,15 +13,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from memstrata.memory.system import MAX_AUDIT_LIMIT
-from memstrata.model import Event, MemoryItem
+from memstrata.limits import MAX_AUDIT_LIMIT
+from memstrata.model import Event
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import ERRORS
-from memstrata.server.schemas import Erased, EraseIn, RollbackIn, TransitionIn
+from memstrata.server.schemas import Erased, EraseIn, MemoryOut, RollbackIn, TransitionIn
 
 router = APIRouter(tags=["lifecycle"], responses=ERRORS)
-
-MAX_AUDIT = MAX_AUDIT_LIMIT  # the most events one ``/audit`` answer holds
 
 
 @router.post(
@@ -29,12 +27,13 @@ MAX_AUDIT = MAX_AUDIT_LIMIT  # the most events one ``/audit`` answer holds
 )
 def transition(
     cube_id: str, memory_id: str, body: TransitionIn, memory: Memory, user: Caller
-) -> MemoryItem:
+) -> MemoryOut:
     """Needs write.  A move the lifecycle does not allow (from frozen, to generated…) is a 409
-    naming the legal ones; ``deleted`` is a 422 (delete or erase instead)."""
-    return memory.transition(
+    naming the legal ones; a state that is no target (``generated``, ``deleted``) is a 422."""
+    item = memory.transition(
         memory_id, body.to, user_id=user.user_id, reason=body.reason, cube_id=cube_id
     )
+    return MemoryOut.of(item)
 
 
 @router.post(
@@ -42,12 +41,13 @@ def transition(
 )
 def rollback(
     cube_id: str, memory_id: str, body: RollbackIn, memory: Memory, user: Caller
-) -> MemoryItem:
+) -> MemoryOut:
     """Needs write.  The history keeps every version, the rollback included; an unknown version is
     a 404, a frozen or deleted item a 409."""
-    return memory.rollback(
+    item = memory.rollback(
         memory_id, body.version, user_id=user.user_id, reason=body.reason, cube_id=cube_id
     )
+    return MemoryOut.of(item)
 
 
 @router.post("/erase", summary="Erase for good: an item, a session, a cube or a user's data")
@@ -75,7 +75,7 @@ def audit(
     cube_id: str | None = None,
     item_id: str | None = None,
     since: Annotated[datetime | None, Query(description="Events at or after this time.")] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_AUDIT)] = 1000,
+    limit: Annotated[int, Query(ge=1, le=MAX_AUDIT_LIMIT)] = 1000,
 ) -> list[Event]:
     """Every event for an administrator; a cube's events (``cube_id`` or ``item_id``) for that
     cube's admins.  Erased content is absent from the payloads."""

@@ -13,11 +13,12 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 
 from memstrata.errors import ValidationError
-from memstrata.memory.system import MAX_TOP_K, MemoryOS
-from memstrata.model import ItemType, MemoryItem, Status, Tier, User, Version
+from memstrata.limits import MAX_TOP_K
+from memstrata.memory.system import MemoryOS
+from memstrata.model import ItemType, Status, Tier, User
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import ERRORS, check_self
-from memstrata.server.schemas import Added, AddIn, ErrorBody, UpdateIn
+from memstrata.server.schemas import Added, AddIn, ErrorBody, MemoryOut, UpdateIn, VersionOut
 
 router = APIRouter(tags=["memories"], responses=ERRORS)
 
@@ -140,16 +141,17 @@ def list_memories(
     tier: Annotated[list[Tier] | None, Query()] = None,
     kind: Annotated[list[ItemType] | None, Query(alias="type")] = None,
     status: Annotated[list[Status] | None, Query()] = None,
-) -> list[MemoryItem]:
+) -> list[MemoryOut]:
     """Items passing the filters (repeat ``tier``, ``type``, ``status`` for several); needs read.
 
     Without ``status``, only ``generated`` and ``activated`` items are listed.
     """
     given = {"session_id": session_id, "tier": tier, "type": kind, "status": status}
     filters = {key: value for key, value in given.items() if value is not None}
-    return memory.list_memories(
+    found = memory.list_memories(
         cube_id, user_id=user.user_id, filters=filters, limit=limit, offset=offset
     )
+    return [MemoryOut.of(i) for i in found]
 
 
 @router.get("/memories/{cube_id}/{memory_id}", summary="An item, as it is now or was then")
@@ -159,21 +161,21 @@ def get_memory(
     memory: Memory,
     user: Caller,
     as_of: Annotated[datetime | None, Query(description=_AS_OF)] = None,
-) -> MemoryItem:
+) -> MemoryOut:
     """The current version (needs read); with ``as_of``, the version current at that time.
 
     An item that did not exist yet is a 404; a time in the future or before the cube was created
     is a 422.
     """
-    return memory.get(memory_id, user_id=user.user_id, cube_id=cube_id, as_of=as_of)
+    return MemoryOut.of(memory.get(memory_id, user_id=user.user_id, cube_id=cube_id, as_of=as_of))
 
 
 @router.put("/memories/{cube_id}/{memory_id}", summary="Write a new version of an item")
 def update_memory(
     cube_id: str, memory_id: str, body: UpdateIn, memory: Memory, user: Caller
-) -> MemoryItem:
+) -> MemoryOut:
     """New ``text`` and/or ``metadata`` (needs write); the old version stays in the history."""
-    return memory.update(
+    item = memory.update(
         memory_id,
         user_id=user.user_id,
         text=body.text,
@@ -181,17 +183,20 @@ def update_memory(
         reason=body.reason,
         cube_id=cube_id,
     )
+    return MemoryOut.of(item)
 
 
 @router.delete("/memories/{cube_id}/{memory_id}", summary="Soft-delete an item")
 def delete_memory(
     cube_id: str, memory_id: str, memory: Memory, user: Caller, reason: str | None = None
-) -> MemoryItem:
+) -> MemoryOut:
     """Status ``deleted``: out of search, history kept (needs write).  Idempotent."""
-    return memory.delete(memory_id, user_id=user.user_id, reason=reason, cube_id=cube_id)
+    item = memory.delete(memory_id, user_id=user.user_id, reason=reason, cube_id=cube_id)
+    return MemoryOut.of(item)
 
 
 @router.get("/memories/{cube_id}/{memory_id}/history", summary="Every version of an item")
-def history(cube_id: str, memory_id: str, memory: Memory, user: Caller) -> list[Version]:
+def history(cube_id: str, memory_id: str, memory: Memory, user: Caller) -> list[VersionOut]:
     """Oldest first, each with who made it, when and why."""
-    return memory.history(memory_id, user_id=user.user_id, cube_id=cube_id)
+    versions = memory.history(memory_id, user_id=user.user_id, cube_id=cube_id)
+    return [VersionOut.of(v) for v in versions]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from memstrata import __version__
-from memstrata.memory.system import MAX_TOP_K
+from memstrata.limits import MAX_TOP_K
 from memstrata.scheduler import Task, TaskStatus
 from memstrata.server import metrics
 from memstrata.server.auth import Caller, Memory
@@ -50,16 +49,10 @@ def tasks(
 @router.post("/tasks/wait", summary="Wait until a cube's background tasks are done")
 def wait(memory: Memory, user: Caller, body: WaitIn | None = None) -> WaitOut:
     """Block until ``cube_id`` (default: each cube the caller may read) has no outstanding task,
-    or ``timeout_s`` (at most ``MAX_WAIT_S``) has passed; ``done`` says which came first.
+    or ``timeout_s`` (at most ``limits.MAX_WAIT_S``) has passed; ``done`` says which came first.
     """
     asked = body or WaitIn()
-    if asked.cube_id is None:
-        cubes = [c.cube_id for c in memory.list_cubes(user_id=user.user_id)]
-    else:
-        cubes = [memory.get_cube(asked.cube_id, user_id=user.user_id).cube_id]
-    deadline = time.monotonic() + asked.timeout_s
-    done = all(memory.wait(c, timeout=max(0.0, deadline - time.monotonic())) for c in cubes)
-    return WaitOut(done=done)
+    return WaitOut(done=memory.wait(asked.cube_id, asked.timeout_s, user_id=user.user_id))
 
 
 @public.get(

@@ -84,8 +84,7 @@ def chat(body: ChatIn, memory: Memory, user: Caller) -> ChatOut:
         budget_tokens=body.budget_tokens,
         max_tokens=body.max_tokens,
     )
-    used = None if reply.context is None else ContextOut.of(reply.context)
-    return ChatOut(answer=reply.answer, ids=reply.ids, context=used)
+    return ChatOut.of(reply)
 
 
 @router.post(

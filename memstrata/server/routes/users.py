@@ -41,7 +41,7 @@ def create_key(user_id: str, memory: Memory, user: Caller, body: KeyIn | None = 
     key = memory.create_key(
         user_path(user_id, user), by=user.user_id, label=None if body is None else body.label
     )
-    return NewKey(key_id=key.key_id, key=key.secret or "", user_id=key.user_id, label=key.label)
+    return NewKey.of(key)
 
 
 @router.get("/users/{user_id}/keys", summary="List a user's API keys (without the keys)")

@@ -1,0 +1,164 @@
+"""``Client``'s calls on memory items and their lifecycle (``/memories…``, ``/erase``, ``/audit``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memstrata.client.transport import Transport, When, load_as, path_segment, read, time_param
+from memstrata.errors import ValidationError
+from memstrata.model import Event, MemoryItem, Version
+from memstrata.wire import item_from_wire, version_from_wire
+
+#: The filters ``GET /memories/{cube_id}`` lists by (query parameters).
+LIST_FILTERS = ("session_id", "tier", "type", "status")
+
+
+class Items:
+    """Add, list, read, change and erase items over one ``Transport``."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._http = transport
+
+    def add(
+        self,
+        messages: str | Sequence[Mapping[str, Any]],
+        *,
+        cube_id: str,
+        session_id: str | None = None,
+    ) -> list[str]:
+        """Store chat messages (or one string) as turns; their ids in order (``MemoryOS.add``)."""
+        body = {"cube_id": cube_id, "messages": messages, "session_id": session_id}
+        return list(self._http.json("POST", "/memories", body=body)["ids"])
+
+    def add_document(
+        self,
+        data: bytes | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        filename: str | None = None,
+        cube_id: str,
+        session_id: str | None = None,
+    ) -> list[str]:
+        """Upload a document (.txt .md .json .pdf) as ``data`` bytes named ``filename``, or the
+        file at ``path`` (``filename`` defaults to its name); returns the chunk ids in order.
+        """
+        if (data is None) == (path is None):
+            raise ValidationError("give either data or path, not both or neither")
+        if path is not None:
+            data, filename = Path(path).read_bytes(), filename or Path(path).name
+        if not filename:
+            raise ValidationError("a document given as data needs its filename")
+        fields = {"cube_id": cube_id} | ({"session_id": session_id} if session_id else {})
+        files = {"file": (filename, data or b"")}
+        response = self._http.request("POST", "/memories", data=fields, files=files)
+        return list(response.json()["ids"])
+
+    def list_memories(
+        self,
+        cube_id: str,
+        *,
+        filters: Mapping[str, str | Sequence[str]] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[MemoryItem]:
+        """A page of a cube's items, oldest event first, filtered by ``LIST_FILTERS``
+        (a value or a list of values each); without ``status``, live items only."""
+        unknown = sorted(set(filters or {}) - set(LIST_FILTERS))
+        if unknown:
+            raise ValidationError(
+                f"cannot list by {', '.join(unknown)}",
+                hint=f"the API lists by {', '.join(LIST_FILTERS)}; search takes other filters",
+            )
+        params: list[tuple[str, str | int]] = [("limit", limit), ("offset", offset)]
+        for name, value in (filters or {}).items():
+            values = [value] if isinstance(value, str) else value
+            params.extend((name, v) for v in values)
+        items = self._http.json("GET", f"/memories/{path_segment(cube_id)}", params=params)
+        return [read(item_from_wire, i) for i in items]
+
+    def get(self, item_id: str, *, cube_id: str, as_of: When | None = None) -> MemoryItem:
+        """The current version of an item (deleted ones too, with status ``deleted``); with
+        ``as_of`` (a past time), the version current then (``NotFoundError`` if none yet)."""
+        params = {} if as_of is None else {"as_of": time_param(as_of)}
+        return self._item("GET", _item_path(cube_id, item_id), params=params)
+
+    def update(
+        self,
+        item_id: str,
+        *,
+        cube_id: str,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> MemoryItem:
+        """Write a new version with new ``text`` and/or ``metadata``; returns it."""
+        body = {"text": text, "metadata": metadata, "reason": reason}
+        return self._item("PUT", _item_path(cube_id, item_id), body=body)
+
+    def delete(self, item_id: str, *, cube_id: str, reason: str | None = None) -> MemoryItem:
+        """Soft-delete: status ``deleted``, out of search, history kept.  Idempotent."""
+        params = {} if reason is None else {"reason": reason}
+        return self._item("DELETE", _item_path(cube_id, item_id), params=params)
+
+    def history(self, item_id: str, *, cube_id: str) -> list[Version]:
+        """Every version of an item, oldest first."""
+        versions = self._http.json("GET", _item_path(cube_id, item_id) + "/history")
+        return [read(version_from_wire, v) for v in versions]
+
+    def transition(
+        self, item_id: str, to: str, *, cube_id: str, reason: str | None = None
+    ) -> MemoryItem:
+        """Move an item to another lifecycle state (needs write); an illegal move is a
+        ``ConflictError`` whose hint names the legal ones."""
+        path = _item_path(cube_id, item_id) + "/transition"
+        return self._item("POST", path, body={"to": to, "reason": reason})
+
+    def rollback(
+        self, item_id: str, version: int, *, cube_id: str, reason: str | None = None
+    ) -> MemoryItem:
+        """Write a new version equal to ``version`` of the item (needs write); returns it."""
+        path = _item_path(cube_id, item_id) + "/rollback"
+        return self._item("POST", path, body={"version": version, "reason": reason})
+
+    def erase(
+        self,
+        item_id: str | None = None,
+        *,
+        session_id: str | None = None,
+        cube_id: str | None = None,
+        subject_user_id: str | None = None,
+        reason: str | None = None,
+    ) -> int:
+        """Erase for good: an item, a session of ``cube_id``, a whole cube, or everything
+        ``subject_user_id`` added; returns how many items went (derived ones included)."""
+        body = {
+            "item_id": item_id, "session_id": session_id, "cube_id": cube_id,
+            "subject_user_id": subject_user_id, "reason": reason,
+        }  # fmt: skip
+        return int(self._http.json("POST", "/erase", body=body)["erased"])
+
+    def audit(
+        self,
+        *,
+        cube_id: str | None = None,
+        item_id: str | None = None,
+        since: When | None = None,
+        limit: int = 1000,
+    ) -> list[Event]:
+        """The audit trail, oldest first: every event for an administrator, a cube's (give
+        ``cube_id`` or ``item_id``) for that cube's admins."""
+        given = {"cube_id": cube_id, "item_id": item_id, "limit": limit}
+        params = {name: value for name, value in given.items() if value is not None}
+        if since is not None:
+            params["since"] = time_param(since)
+        return [load_as(Event, e) for e in self._http.json("GET", "/audit", params=params)]
+
+    def _item(self, method: str, path: str, **options: Any) -> MemoryItem:
+        return read(item_from_wire, self._http.json(method, path, **options))
+
+
+def _item_path(cube_id: str, item_id: str) -> str:
+    return f"/memories/{path_segment(cube_id)}/{path_segment(item_id)}"

@@ -1,0 +1,102 @@
+"""``Client``'s calls on the service: tasks, wait, configure, metrics, health, MemCube files."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TypedDict
+
+import httpx
+
+from memstrata.client.errors import unreachable
+from memstrata.client.transport import Transport, load_as, path_segment, save_stream
+from memstrata.errors import MemCubeError
+from memstrata.limits import MAX_WAIT_S
+from memstrata.model import Cube
+from memstrata.scheduler import Task, TaskStatus
+
+
+class Health(TypedDict):
+    status: str
+    version: str
+
+
+class Service:
+    """Background tasks, settings, metrics and MemCube transfer over one ``Transport``."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._http = transport
+
+    def tasks(
+        self, *, cube_id: str | None = None, status: TaskStatus | None = None, limit: int = 100
+    ) -> list[Task]:
+        """Recent background tasks (newest first) of ``cube_id``, or of every readable cube."""
+        given = {"cube_id": cube_id, "status": status, "limit": limit}
+        params = {name: value for name, value in given.items() if value is not None}
+        return [load_as(Task, t) for t in self._http.json("GET", "/tasks", params=params)]
+
+    def wait(self, cube_id: str | None = None, timeout: float | None = None) -> bool:
+        """Block until ``cube_id`` (default: every cube the caller may read) has no outstanding
+        task; False when ``timeout`` seconds pass first (None: no limit).  The server holds one
+        request at most ``limits.MAX_WAIT_S``, so a longer wait is several requests.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = MAX_WAIT_S if deadline is None else max(0.0, deadline - time.monotonic())
+            ask = min(MAX_WAIT_S, left)
+            body = {"cube_id": cube_id, "timeout_s": ask}
+            done = bool(self._http.json("POST", "/tasks/wait", body=body, timeout=ask)["done"])
+            if done or (deadline is not None and time.monotonic() >= deadline):
+                return done
+
+    def configure(self, /, **changes: int | float) -> dict[str, int | float]:
+        """Change runtime search settings (admin only); returns every runtime setting."""
+        return dict(self._http.json("POST", "/configure", body=changes))
+
+    def metrics(self) -> str:
+        """The server's Prometheus metrics (requests, latency; items and tasks of your cubes)."""
+        return self._http.request("GET", "/metrics").text
+
+    def health(self) -> Health:
+        """``{"status": "ok", "version"}`` (needs no key)."""
+        found = self._http.json("GET", "/health")
+        return Health(status=found["status"], version=found["version"])
+
+    def export(self, cube_id: str, path: str | os.PathLike[str]) -> Path:
+        """Download cube ``cube_id`` as a MemCube ``.tar.gz`` at ``path`` (a new file; needs admin).
+
+        Never overwrites (``MemCubeError``); a failed download leaves no file.
+        """
+        target = Path(path)
+        if target.exists():
+            raise MemCubeError(f"{target} exists", hint="export to a new file")
+        where = f"/mem_cubes/{path_segment(cube_id)}/export"
+        response = self._http.request("POST", where, stream=True)
+        try:
+            save_stream(response, target)
+        except httpx.TransportError as exc:
+            raise unreachable("POST", response.request.url, exc) from exc
+        finally:
+            response.close()
+        return target
+
+    def import_cube(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        cube_id: str | None = None,
+        keep_ids: bool = True,
+        reembed: bool = False,
+    ) -> Cube:
+        """Upload the MemCube ``.tar.gz`` at ``path`` as a new cube owned by the caller; all or
+        nothing.  ``keep_ids=False`` gives every item a new id (a copy beside the original);
+        ``reembed`` recomputes the vectors (needed when the archive has another embedder).
+        """
+        fields = {"remap_ids": str(not keep_ids).lower(), "reembed": str(reembed).lower()}
+        if cube_id is not None:
+            fields["cube_id"] = cube_id
+        with Path(path).open("rb") as archive:
+            files = {"file": (Path(path).name, archive, "application/gzip")}
+            response = self._http.request("POST", "/mem_cubes/import", data=fields, files=files)
+        return load_as(Cube, response.json())

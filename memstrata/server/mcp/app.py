@@ -1,0 +1,78 @@
+"""The MCP server itself: the tools and resources registered with the SDK, and its transports."""
+
+from __future__ import annotations
+
+import inspect
+
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+from pydantic import AnyHttpUrl
+
+from memstrata import __version__
+from memstrata.memory.system import MemoryOS
+from memstrata.server.mcp.caller import Caller, KeyVerifier, fixed_caller
+from memstrata.server.mcp.resources import RESOURCES, Resources
+from memstrata.server.mcp.tools import Tools
+
+INSTRUCTIONS = (
+    "Long-term memory for this user. Call add_memory after each exchange worth keeping; call "
+    "retrieve_memory before answering a question that may depend on the past; the 'context' "
+    "field of its result is ready to put in a prompt."
+)
+
+
+def build_server(memory: MemoryOS, caller: Caller, *, auth_url: str | None = None) -> MCPServer:
+    """An ``MCPServer`` with every tool and resource bound to ``memory`` and ``caller``.
+
+    With ``auth_url`` (the server's own base URL, HTTP only) every request must carry a live
+    API key; ``caller`` must then be an unfixed ``Caller(memory)``.
+    """
+    auth = None
+    if auth_url is not None:  # the SDK's bearer check, without OAuth: no issuer is advertised
+        auth = AuthSettings(issuer_url=AnyHttpUrl(auth_url), resource_server_url=None)
+    server: MCPServer = MCPServer(
+        "memstrata",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        auth=auth,
+        token_verifier=None if auth is None else KeyVerifier(memory),
+    )
+    _add_tools(server, Tools(memory, caller))
+    _add_resources(server, Resources(memory, caller))
+    return server
+
+
+def _add_tools(server: MCPServer, tools: Tools) -> None:
+    for name in Tools.TOOLS:
+        method = getattr(tools, name)
+        hints = ToolAnnotations(
+            read_only_hint=name in Tools.READ_ONLY, destructive_hint=name in Tools.DESTRUCTIVE
+        )
+        server.add_tool(method, name=name, description=inspect.getdoc(method), annotations=hints)
+
+
+def _add_resources(server: MCPServer, resources: Resources) -> None:
+    for uri, name in RESOURCES:
+        reader = getattr(resources, name)
+        register = server.resource(
+            uri, name=name, description=inspect.getdoc(reader), mime_type="application/json"
+        )
+        register(reader)
+
+
+def serve_stdio(memory: MemoryOS, user_id: str, cube_id: str | None = None) -> None:
+    """Serve over stdin/stdout until the client closes them (see ``fixed_caller``)."""
+    build_server(memory, fixed_caller(memory, user_id, cube_id)).run("stdio")
+
+
+def serve_http(memory: MemoryOS, host: str, port: int) -> None:
+    """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted; keys required."""
+    base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    server = build_server(memory, Caller(memory), auth_url=base)
+    server.run(
+        "streamable-http",
+        host=host,
+        port=port,
+        max_request_body_size=memory.settings.max_request_bytes,
+    )

@@ -1,0 +1,84 @@
+"""The tools' argument types: descriptions for the agent, bounds and states taken from the core.
+
+The SDK turns these ``Annotated`` types into each tool's JSON input schema, so a value the core
+would refuse for its range or state is refused there first (a test compares the schemas with
+``memstrata.limits`` and ``lifecycle.states``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from memstrata.lifecycle import states
+from memstrata.limits import MAX_AUDIT_LIMIT, MAX_BUDGET, MAX_TOP_K
+
+#: The states ``transition_memory`` can move to (``lifecycle.states.Target``).
+Target = states.Target
+#: The states ``search_memories`` leaves out unless asked (``lifecycle.states.Includable``).
+Included = states.Includable
+
+CubeArg = Annotated[
+    str | None, Field(description="Cube to use; default: your cube (see list_cubes).")
+]
+MaxResults = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="Most entries per list.")]
+TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description="Most hits.")]
+Budget = Annotated[int, Field(ge=1, le=MAX_BUDGET, description="Size of 'context', in tokens.")]
+AsOf = Annotated[
+    str | None,
+    Field(description="A past time (ISO 8601): answer as the memory stood then; default now."),
+]
+InCube = Annotated[str | None, Field(description="Optional check: the cube the memory is in.")]
+Reason = Annotated[str | None, Field(description="Why; kept in the history and the audit.")]
+CubeIds = Annotated[
+    list[str] | None, Field(description="Cubes to search; default: all you may read.")
+]
+Filters = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description="Optional: session_id, tier, type, status, since, until (ISO 8601), "
+        "metadata ({key: value} equality)."
+    ),
+]
+Include = Annotated[
+    list[Included] | None, Field(description="States to search too; left out by default.")
+]
+Messages = Annotated[
+    list[dict[str, Any]],
+    Field(
+        description="Messages, each {content, role?, name?, timestamp?, id?, metadata?}; "
+        "a message whose id is already stored is not stored twice."
+    ),
+]
+TargetArg = Annotated[
+    Target,
+    Field(
+        description="From generated: activated; from activated: merged, archived or frozen; "
+        "from archived: activated."
+    ),
+]
+VersionArg = Annotated[int, Field(ge=1, description="The version to restore.")]
+# The core checks the audit limit itself: its one-line message names the range, where a schema
+# error would be the SDK's several lines.
+AuditLimit = Annotated[int, Field(description=f"Most events, 1 to {MAX_AUDIT_LIMIT}.")]
+EraseSession = Annotated[
+    str | None, Field(description="A session of cube_id (default: your cube).")
+]
+EraseCube = Annotated[
+    str | None,
+    Field(
+        description="Alone: the whole cube (you need admin on it). With session_id: the "
+        "session's cube; with memory_id or subject_user_id: only in this cube."
+    ),
+]
+Subject = Annotated[str | None, Field(description="Yourself: everything you added, in every cube.")]
+AuditCube = Annotated[
+    str | None,
+    Field(
+        description="The cube whose events to list; default: your cube, or with memory_id the "
+        "memory's."
+    ),
+]
+MemoryFilter = Annotated[str | None, Field(description="Only this memory's events.")]
+Since = Annotated[str | None, Field(description="Only events from this time on (ISO 8601).")]

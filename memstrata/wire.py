@@ -1,0 +1,272 @@
+"""The one JSON shape of the data model on every wire: REST, the Python client, MCP, ``--json``.
+
+Each surface renders the core's dataclasses through here, and the client reads them back through
+here, so a field added to ``MemoryItem`` reaches every surface and survives the round trip.
+
+Shapes (``to_wire`` makes them, ``*_from_wire`` reads them back exactly):
+
+- **record** — any dataclass of ``memstrata.model`` (and ``Task``, ``Context``'s parts…): an
+  object with *every* field under its own name.  Times are ISO 8601 strings (``isoformat``; a
+  reader also takes ``Z`` and epoch seconds), ``None`` is ``null``, tuples are arrays and nested
+  dataclasses are nested objects.  An **item** is the record of a ``MemoryItem``: its
+  ``sources`` are objects with all four of ``item_id``, ``uri``, ``span`` (``[start, end]``) and
+  ``role``.
+- **hit** (``hit_to_wire``) — the REST API's search hit: the item's fields, flat, plus ``score``
+  (fused relevance, higher is better) and ``ranks`` (channel → 1-based rank).
+- **scored hit** (``to_wire(hit)``) — the same three parts nested: ``{"item", "score",
+  "ranks"}``; how MCP tools and the CLI's ``--json`` have always shown a hit.
+- **context** — ``text``, ``tokens``, ``budget``, ``profile`` lines, ``items`` (every item,
+  recent turns first) and ``hits`` (flat hits, rank order).
+
+Reading is strict: a missing field, an unknown one or a value of the wrong type raises
+``WireError`` naming it; nothing is filled in with a default.  Pure functions, thread-safe.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
+from datetime import datetime
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+
+from memstrata.errors import ValidationError
+from memstrata.model import Hit, MemoryItem, Version, parse_time
+from memstrata.retrieval.pack import Context
+from memstrata.retrieval.prompt import ChatReply
+
+__all__ = [
+    "WireError",
+    "chat_reply_from_wire",
+    "chat_reply_to_wire",
+    "context_from_wire",
+    "context_to_wire",
+    "hit_from_wire",
+    "hit_to_wire",
+    "item_from_wire",
+    "item_to_wire",
+    "record_from_wire",
+    "to_wire",
+    "version_from_wire",
+]
+
+T = TypeVar("T")
+#: The keys a flat hit adds to its item's fields.
+HIT_KEYS = ("score", "ranks")
+
+
+class WireError(ValueError):
+    """A JSON value that is not the shape it should be (which field, and what is wrong)."""
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+def to_wire(value: object) -> Any:
+    """``value`` as JSON-ready data: dataclasses as records (see the module docs), recursively."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_wire(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_wire(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_wire(v) for v in value]
+    return value
+
+
+def item_to_wire(item: MemoryItem) -> dict[str, Any]:
+    """Every field of ``item`` (see the module docs)."""
+    wire: dict[str, Any] = to_wire(item)
+    return wire
+
+
+def hit_to_wire(hit: Hit) -> dict[str, Any]:
+    """A flat hit: the item's fields, ``score`` and ``ranks``."""
+    return item_to_wire(hit.item) | {"score": hit.score, "ranks": dict(hit.ranks)}
+
+
+def context_to_wire(context: Context) -> dict[str, Any]:
+    """A packed context: its text and counts, every item (recent turns first), the flat hits."""
+    return {
+        "text": context.text,
+        "tokens": context.tokens,
+        "budget": context.budget,
+        "profile": list(context.profile),
+        "items": [item_to_wire(i) for i in context.items],
+        "hits": [hit_to_wire(h) for h in context.hits],
+    }
+
+
+def chat_reply_to_wire(reply: ChatReply) -> dict[str, Any]:
+    """A chat answer, the ids of the stored turns, and the context used (or null)."""
+    context = None if reply.context is None else context_to_wire(reply.context)
+    return {"answer": reply.answer, "ids": list(reply.ids), "context": context}
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+def record_from_wire(kind: type[T], data: object) -> T:
+    """The ``kind`` dataclass that ``data`` (a record) is; ``WireError`` if it is not one."""
+    return _decode(kind, data, kind.__name__)  # type: ignore[no-any-return]
+
+
+def item_from_wire(data: object) -> MemoryItem:
+    """The ``MemoryItem`` of an item record, exactly as it was written."""
+    return record_from_wire(MemoryItem, data)
+
+
+def hit_from_wire(data: object) -> Hit:
+    """The ``Hit`` of a flat hit."""
+    record = _object(data, "Hit")
+    missing = [key for key in HIT_KEYS if key not in record]
+    if missing:
+        raise WireError(f"Hit has no {', '.join(missing)}")
+    item = {k: v for k, v in record.items() if k not in HIT_KEYS}
+    return Hit(
+        item=item_from_wire(item),
+        score=_decode(float, record["score"], "Hit.score"),
+        ranks=_decode(dict[str, int], record["ranks"], "Hit.ranks"),
+    )
+
+
+def version_from_wire(data: object) -> Version:
+    """The ``Version`` of a version record (its ``item`` an item record)."""
+    return record_from_wire(Version, data)
+
+
+def context_from_wire(data: object) -> Context:
+    """The ``Context`` of a context; ``items`` is the recent turns, then the hits' items."""
+    record = _object(data, "Context")
+    hits = [hit_from_wire(h) for h in _decode(list[Any], record.get("hits"), "Context.hits")]
+    items = [item_from_wire(i) for i in _decode(list[Any], record.get("items"), "Context.items")]
+    return Context(
+        text=_decode(str, record.get("text"), "Context.text"),
+        tokens=_decode(int, record.get("tokens"), "Context.tokens"),
+        budget=_decode(int, record.get("budget"), "Context.budget"),
+        hits=hits,
+        recent=items[: len(items) - len(hits)],
+        profile=_decode(list[str], record.get("profile"), "Context.profile"),
+    )
+
+
+def chat_reply_from_wire(data: object) -> ChatReply:
+    """The ``ChatReply`` of a chat answer."""
+    record = _object(data, "ChatReply")
+    context = record.get("context")
+    return ChatReply(
+        answer=_decode(str, record.get("answer"), "ChatReply.answer"),
+        ids=_decode(list[str], record.get("ids"), "ChatReply.ids"),
+        context=None if context is None else context_from_wire(context),
+    )
+
+
+# -- the decoder ---------------------------------------------------------------------------------
+
+
+#: Each dataclass's fields and their resolved types (resolving is slow; racing threads compute the
+#: same value, so no lock is needed).
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _hints(kind: type[Any]) -> dict[str, Any]:
+    """A dataclass's fields and their resolved types, in field order."""
+    if kind not in _HINTS:
+        resolved = get_type_hints(kind)
+        _HINTS[kind] = {f.name: resolved[f.name] for f in fields(kind)}
+    return _HINTS[kind]
+
+
+def _object(data: object, where: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise WireError(f"{where} is not an object")
+    return data
+
+
+def _decode(hint: Any, value: object, where: str) -> Any:
+    """``value`` as type ``hint`` (the types the data model uses); ``WireError`` at ``where``."""
+    origin = get_origin(hint)
+    if hint is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        return _decode_union(get_args(hint), value, where)
+    if value is None:
+        raise WireError(f"{where} is null")
+    if isinstance(hint, type) and is_dataclass(hint):
+        return _decode_record(hint, value, where)
+    if hint is datetime:
+        return _decode_time(value, where)
+    if origin is Literal:
+        if value not in get_args(hint):
+            raise WireError(f"{where} is {value!r}, not one of {', '.join(get_args(hint))}")
+        return value
+    if origin in (list, tuple, dict):
+        return _decode_container(origin, get_args(hint), value, where)
+    return _decode_scalar(hint, value, where)
+
+
+def _decode_union(options: tuple[Any, ...], value: object, where: str) -> Any:
+    """An optional value (``X | None``, the only unions the data model has)."""
+    if value is None and type(None) in options:
+        return None
+    chosen = [o for o in options if o is not type(None)]
+    if len(chosen) != 1:
+        raise WireError(f"{where}: cannot read a value of type {' | '.join(map(str, options))}")
+    return _decode(chosen[0], value, where)
+
+
+def _decode_record(kind: type[Any], value: object, where: str) -> Any:
+    record = _object(value, where)
+    hints = _hints(kind)
+    missing = [name for name in hints if name not in record]
+    unknown = sorted(set(record) - set(hints))
+    if missing or unknown:
+        problems = [f"no {', '.join(missing)}"] if missing else []
+        problems += [f"unknown {', '.join(unknown)}"] if unknown else []
+        raise WireError(f"{where} has {'; '.join(problems)}")
+    return kind(
+        **{name: _decode(hint, record[name], f"{where}.{name}") for name, hint in hints.items()}
+    )
+
+
+def _decode_time(value: object, where: str) -> datetime:
+    if isinstance(value, bool):
+        raise WireError(f"{where} is not a time")
+    try:
+        return parse_time(value, where)
+    except ValidationError as exc:
+        raise WireError(exc.message) from exc
+
+
+def _decode_container(origin: Any, args: tuple[Any, ...], value: object, where: str) -> Any:
+    if origin is dict:
+        record = _object(value, where)
+        inner = args[1] if args else Any
+        return {str(k): _decode(inner, v, f"{where}[{k!r}]") for k, v in record.items()}
+    if not isinstance(value, list):
+        raise WireError(f"{where} is not an array")
+    if origin is list:
+        inner = args[0] if args else Any
+        return [_decode(inner, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if len(value) != len(args):
+        raise WireError(f"{where} has {len(value)} entries, not {len(args)}")
+    return tuple(
+        _decode(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value, strict=True))
+    )
+
+
+def _decode_scalar(hint: Any, value: object, where: str) -> Any:
+    # JSON has one number type: an integral float is an int, an int is a float.
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if (
+        isinstance(hint, type)
+        and isinstance(value, hint)
+        and (hint is bool) == isinstance(value, bool)
+    ):
+        return value
+    name = getattr(hint, "__name__", str(hint))
+    raise WireError(f"{where} is {type(value).__name__} {value!r}, not {name}")
