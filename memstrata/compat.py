@@ -18,8 +18,8 @@ from typing import Any
 
 from memstrata.closing import Closing
 from memstrata.errors import AlreadyExists
+from memstrata.memory import shaping
 from memstrata.memory.system import MemoryOS
-from memstrata.model import MemoryItem
 
 
 class Memoryos(Closing):
@@ -92,26 +92,25 @@ class Memoryos(Closing):
         return self.memory.add(messages, user_id=self.user_id, cube_id=self.cube_id)
 
     def retrieve_context(self, query: str, budget_tokens: int = 1000) -> dict[str, Any]:
-        """What MemoryOS's retriever returns, plus the packed ``context`` text."""
-        ctx = self.memory.context(
-            query, user_id=self.user_id, cube_ids=[self.cube_id], budget_tokens=budget_tokens,
-            expand_sources=False,  # MemoryOS returns pages and knowledge apart
-        )  # fmt: skip
-        long = [i for i in ctx.items if i.tier == "long"]
+        """What MemoryOS's retriever returns, plus the packed ``context`` text.
+
+        Pages are ``memory.shaping.page`` entries (id, text, speaker, timestamp); knowledge is
+        the entries' text, as MemoryOS's ``retrieve_context`` gives it.
+        """
+        found = self.memory.recall(
+            query, user_id=self.user_id, cube_id=self.cube_id, budget_tokens=budget_tokens
+        )
         return {
-            "context": ctx.text,
-            "retrieved_pages": [_page(i) for i in ctx.items if i.type == "turn"],
-            "retrieved_user_knowledge": [i.text for i in long if i.type != "knowledge"],
-            "retrieved_assistant_knowledge": [i.text for i in long if i.type == "knowledge"],
+            "context": found.context.text,
+            "retrieved_pages": [shaping.page(i) for i in found.pages],
+            "retrieved_user_knowledge": [i.text for i in found.user_knowledge],
+            "retrieved_assistant_knowledge": [i.text for i in found.assistant_knowledge],
             "user_profile": self.get_user_profile_summary(),
         }
 
     def get_user_profile_summary(self) -> str:
         """The user's current profile attributes, one ``key: value`` line each ("" if none)."""
-        attributes = self.memory.get_profile(user_id=self.user_id, cube_id=self.cube_id)
-        return "\n".join(
-            f"{a.key.replace('_', ' ')}: {a.value}" for a in attributes if a.subject == self.user_id
-        )
+        return self.memory.profile_summary(user_id=self.user_id, cube_id=self.cube_id)
 
     def force_mid_term_analysis(self) -> int:
         """Promote every mid-term segment into long-term memory now; returns the findings read."""
@@ -124,7 +123,3 @@ class Memoryos(Closing):
         and ignored.  ``LLMNotConfigured`` when no chat model was given.
         """
         return self.memory.chat(query, user_id=self.user_id, cube_id=self.cube_id).answer
-
-
-def _page(item: MemoryItem) -> dict[str, Any]:
-    return {"text": item.text, "speaker": item.speaker, "timestamp": item.event_time.isoformat()}

@@ -9,6 +9,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import click
+
+from memstrata.cli.app import emit, options
 from memstrata.cli.render import short, table, who
 from memstrata.errors import AlreadyExists
 from memstrata.memory.system import MemoryOS
@@ -78,3 +81,28 @@ def temporary_db(stack: contextlib.ExitStack) -> str:
     """A database path in a new temporary directory, removed when ``stack`` closes."""
     folder = stack.enter_context(tempfile.TemporaryDirectory(ignore_cleanup_errors=True))
     return str(Path(folder) / "demo.db")
+
+
+@click.command()
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False),
+    help="Keep the demo in this file  [default: the global --db, else a temporary file]",
+)
+def demo(db_path: str | None) -> None:
+    """Ingest a sample conversation, then run a few searches and show the top 3 hits of each.
+
+    Writes user and cube ``demo``; without any --db the database is temporary (MEMSTRATA_DB is
+    deliberately not used, so a demo never lands in your real memory).
+    """
+    given = options()
+    kept = db_path or given.db
+    with contextlib.ExitStack() as stack:
+        memory = stack.enter_context(given.open(kept or temporary_db(stack)))
+        added = ingest_sample(memory)
+        results = [demo_search(memory, query, filters) for query, filters in DEMO_SEARCHES]
+        emit(
+            {"db": kept, "added": added, "searches": results},
+            demo_lines(kept, added, results),
+        )

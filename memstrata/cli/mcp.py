@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 
+from memstrata.cli.app import options
 from memstrata.config import Settings
 
 #: The HTTP port when --port is not given (8000 is the REST server's, 8080 the local LLM's).
@@ -59,19 +60,19 @@ def mcp(
     db_path: str | None,
 ) -> None:
     """Serve memory to MCP clients (Claude Desktop, Cursor…) over stdio or streamable HTTP."""
-    from memstrata.cli import _options  # here, not at the top: memstrata.cli imports this module
+    # Imported here, not at the top: the MCP SDK is slow to import and no other command uses it.
     from memstrata.server import mcp as server
 
     if transport == "http" and (user_id or cube_id):
         raise click.UsageError("--user and --cube apply to stdio; over HTTP the API key decides")
     if transport == "stdio":
-        settings = Settings.load(_options().config)
+        settings = Settings.load(options().config)
         user_id = user_id or settings.mcp_user
         cube_id = cube_id or settings.mcp_cube
         if not user_id:
             raise click.UsageError("--transport stdio needs --user (or the mcp_user setting)")
     # workers=None: the configured background workers (a server consolidates as it goes).
-    with _options().open(db_path, workers=None) as memory:
+    with options().open(db_path, workers=None) as memory:
         if user_id is not None:
             click.echo(f"memstrata MCP server on stdio for user {user_id}", err=True)
             server.serve_stdio(memory, user_id, cube_id)

@@ -4,25 +4,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import fields, is_dataclass
 from datetime import datetime
+from typing import Any
 
 from memstrata.model import ApiKey, Cube, Hit, MemoryItem, User, Version
+from memstrata.wire import to_wire
 
 TEXT_WIDTH = 100
 
 
 def to_json(value: object) -> str:
-    """``value`` as JSON: dataclasses as objects of their fields, datetimes as ISO 8601."""
+    """``value`` as indented JSON in ``memstrata.wire``'s shapes (records of every field, times
+    as ISO 8601, a hit as ``{"item", "score", "ranks"}``)."""
+    return json.dumps(to_wire(value), ensure_ascii=False, indent=2)
 
-    def plain(obj: object) -> object:
-        if isinstance(obj, datetime):
-            return obj.isoformat()
-        if is_dataclass(obj) and not isinstance(obj, type):
-            return {f.name: getattr(obj, f.name) for f in fields(obj)}
-        raise TypeError(f"cannot render {type(obj).__name__} as JSON")
 
-    return json.dumps(value, default=plain, ensure_ascii=False, indent=2)
+def key_record(key: ApiKey) -> dict[str, Any]:
+    """A key's record without its secret (the store keeps none to show)."""
+    record: dict[str, Any] = to_wire(key)
+    del record["secret"]
+    return record
 
 
 def table(rows: Iterable[Sequence[str]]) -> list[str]:

@@ -11,7 +11,7 @@ import logging
 
 import click
 
-from memstrata.config import Settings
+from memstrata.cli.app import options
 from memstrata.memory.system import MemoryOS
 
 DEFAULT_PORT = 8765
@@ -27,20 +27,18 @@ DEFAULT_PORT = 8765
     type=click.Path(dir_okay=False),
     help="SQLite database file  [default: the global --db, else the settings' db]",
 )
-@click.pass_context
-def serve(ctx: click.Context, host: str, port: int, db: str | None) -> None:
+def serve(host: str, port: int, db: str | None) -> None:
     """Serve the REST API (OpenAPI at /docs) until interrupted.
 
     Every request needs 'Authorization: Bearer KEY'; on a new database the first admin's key is
     printed here, once.
     """
+    # Imported here, not at the top: the web stack is slow to import and no other command uses it.
     import uvicorn
 
-    from memstrata.cli import _Options
     from memstrata.server.rest import bootstrap, create_app
 
-    options = ctx.find_object(_Options) or _Options()
-    settings = Settings.load(options.config, db=db or options.db, embedder=options.embedder)
+    settings = options().settings(db)
     _log_to_stderr()
     with MemoryOS.open(settings=settings) as memory:
         key = bootstrap(memory)

@@ -18,12 +18,12 @@ import logging
 
 from fastapi import FastAPI
 
-from memstrata import __version__
 from memstrata.memory.system import MemoryOS
 from memstrata.server import handlers
 from memstrata.server.metrics import Metrics, MetricsMiddleware
 from memstrata.server.middleware import BodyLimit, CatchAll
 from memstrata.server.routes import cubes, lifecycle, memcube, memories, ops, retrieval, users
+from memstrata.server.version import version
 
 log = logging.getLogger("memstrata.server")
 
@@ -36,7 +36,7 @@ Every endpoint but `/health` needs `Authorization: Bearer KEY`.  Errors are
 
 def create_app(memory: MemoryOS) -> FastAPI:
     """A FastAPI app serving ``memory`` (thread-safe, shared by every request)."""
-    app = FastAPI(title="memstrata", version=__version__, description=DESCRIPTION)
+    app = FastAPI(title="memstrata", version=version(), description=DESCRIPTION)
     app.state.memory = memory
     app.state.metrics = Metrics()
     handlers.install(app)

@@ -9,11 +9,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import AnyHttpUrl
 
-from memstrata import __version__
 from memstrata.memory.system import MemoryOS
 from memstrata.server.mcp.caller import Caller, KeyVerifier, fixed_caller
 from memstrata.server.mcp.resources import RESOURCES, Resources
 from memstrata.server.mcp.tools import Tools
+from memstrata.server.version import version
 
 INSTRUCTIONS = (
     "Long-term memory for this user. Call add_memory after each exchange worth keeping; call "
@@ -34,7 +34,7 @@ def build_server(memory: MemoryOS, caller: Caller, *, auth_url: str | None = Non
     server: MCPServer = MCPServer(
         "memstrata",
         instructions=INSTRUCTIONS,
-        version=__version__,
+        version=version(),
         auth=auth,
         token_verifier=None if auth is None else KeyVerifier(memory),
     )

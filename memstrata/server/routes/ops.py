@@ -7,13 +7,13 @@ from typing import Annotated, Any, cast
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 
-from memstrata import __version__
 from memstrata.limits import MAX_TOP_K
 from memstrata.scheduler import Task, TaskStatus
 from memstrata.server import metrics
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import ERRORS, JSON_ERRORS
 from memstrata.server.schemas import ConfigureIn, Health, WaitIn, WaitOut
+from memstrata.server.version import version
 
 router = APIRouter(tags=["operations"], responses=ERRORS)
 #: Routes that declare their own responses: ``/health`` (no key, no errors) and ``/metrics``.
@@ -22,7 +22,7 @@ public = APIRouter(tags=["operations"])
 
 @public.get("/health", summary="Liveness (no API key needed)")
 def health() -> Health:
-    return Health(status="ok", version=__version__)
+    return Health(status="ok", version=version())
 
 
 @router.post("/configure", summary="Change runtime search settings (admin only)")

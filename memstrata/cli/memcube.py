@@ -1,13 +1,15 @@
 """``memstrata export`` and ``memstrata import``: a cube to and from a MemCube (docs/memcube.md).
 
-Thin adapters over ``MemoryOS.export`` and ``MemoryOS.import_cube``: parse the arguments, call the core, print a line (or
-JSON with ``--json``).  Every failure is the CLI's one ``error: …`` line.
+Thin adapters over ``MemoryOS.export`` and ``MemoryOS.import_cube``: parse the arguments, call the
+core, print a line (or JSON with ``--json``).  Every failure is the CLI's one ``error: …`` line.
 """
 
 from __future__ import annotations
 
 import click
 
+from memstrata.cli import render
+from memstrata.cli.app import emit, options
 from memstrata.memcube import FORMAT_VERSION
 
 
@@ -22,12 +24,10 @@ def export_command(cube_id: str, path: str, user_id: str) -> None:
 
     PATH must not exist (an empty directory is fine): an export never overwrites.
     """
-    from memstrata.cli import _emit, _options  # here: memstrata.cli imports this module
-
-    with _options().open() as memory:
+    with options().open() as memory:
         manifest = memory.export(cube_id, path, user_id=user_id)
     counts = manifest.counts
-    _emit(
+    emit(
         {"cube_id": cube_id, "path": path, "format_version": FORMAT_VERSION, "counts": counts},
         [
             f"exported cube {cube_id} to {path}: {counts['items']} items, "
@@ -61,10 +61,8 @@ def import_command(
     path: str, owner: str, cube_id: str | None, remap_ids: bool, reembed: bool
 ) -> None:
     """Import the MemCube at PATH (a directory or a .tar.gz) as a new cube."""
-    from memstrata.cli import _emit, _options, render  # here: memstrata.cli imports this module
-
-    with _options().open() as memory:
+    with options().open() as memory:
         cube = memory.import_cube(
             path, owner=owner, cube_id=cube_id, keep_ids=not remap_ids, reembed=reembed
         )
-    _emit(cube, [f"imported {path} as cube {cube.cube_id}", *render.table([render.cube_row(cube)])])
+    emit(cube, [f"imported {path} as cube {cube.cube_id}", *render.table([render.cube_row(cube)])])

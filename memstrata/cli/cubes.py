@@ -1,0 +1,59 @@
+"""``memstrata cubes …``: create, list, share and re-embed memory cubes (export and import are
+``memcube``'s)."""
+
+from __future__ import annotations
+
+import click
+
+from memstrata.cli import render
+from memstrata.cli.app import emit, user_option, with_memory
+from memstrata.memory.system import MemoryOS
+from memstrata.model import CUBE_KINDS, PERMISSIONS
+
+
+@click.group()
+def cubes() -> None:
+    """Create, list, share and re-embed memory cubes."""
+
+
+@cubes.command("create")
+@click.argument("name")
+@click.option("--owner", required=True, metavar="USER", help="Owning user (gets admin).")
+@click.option("--cube-id", metavar="ID", help="Id of the new cube  [default: generated]")
+@click.option("--kind", type=click.Choice(CUBE_KINDS), default="user", show_default=True)
+@with_memory
+def cubes_create(memory: MemoryOS, name: str, owner: str, cube_id: str | None, kind: str) -> None:
+    """Create a cube called NAME."""
+    cube = memory.create_cube(name, owner=owner, cube_id=cube_id, kind=kind)
+    emit(cube, render.table([render.cube_row(cube)]))
+
+
+@cubes.command("list")
+@user_option
+@with_memory
+def cubes_list(memory: MemoryOS, user_id: str) -> None:
+    """List the cubes USER may read, oldest first."""
+    found = memory.list_cubes(user_id=user_id)
+    emit(found, render.table(map(render.cube_row, found)))
+
+
+@cubes.command("grant")
+@click.argument("cube_id")
+@click.argument("user_id")
+@click.argument("permission", type=click.Choice(PERMISSIONS))
+@click.option("--by", required=True, metavar="USER", help="Granting user; needs admin on the cube.")
+@with_memory
+def cubes_grant(memory: MemoryOS, cube_id: str, user_id: str, permission: str, by: str) -> None:
+    """Give USER_ID PERMISSION (read, write or admin) on CUBE_ID."""
+    grant = memory.grant(cube_id, user_id, permission, by=by)
+    emit(grant, [f"granted {grant.permission} on cube {grant.cube_id} to {grant.user_id}"])
+
+
+@cubes.command("reembed")
+@click.argument("cube_id")
+@user_option
+@with_memory
+def cubes_reembed(memory: MemoryOS, cube_id: str, user_id: str) -> None:
+    """Re-embed every item of CUBE_ID with the current embedder (needs admin)."""
+    count = memory.reembed(cube_id, user_id=user_id)
+    emit({"cube_id": cube_id, "items": count}, [f"re-embedded {count} items in {cube_id}"])
