@@ -19,7 +19,6 @@ from memstrata.memory.reading import Reading
 from memstrata.model import utcnow
 from memstrata.retrieval.pack import Context
 from memstrata.retrieval.prompt import ChatReply, chat_messages
-from memstrata.store.sqlite import usage
 
 
 class Chat:
@@ -108,7 +107,9 @@ class Chat:
         return llm, chat_messages(query, ctx, utcnow()), ctx
 
     def _count(self, cube_id: str, completion: Completion) -> None:
-        usage.record(self._parts.store, cube_id, completion)  # type: ignore[arg-type]
+        self._parts.store.record_usage(
+            cube_id, completion.prompt_tokens, completion.completion_tokens
+        )
 
     def _remember(
         self, query: str, answer: str, user_id: str, cube_id: str, session_id: str | None

@@ -27,7 +27,6 @@ from memstrata.memcube import (
 )
 from memstrata.model import Cube, new_id
 from memstrata.store.base import Store
-from memstrata.store.sqlite import SQLiteStore, interchange
 from memstrata.text import embedding_text
 from memstrata.tiers.settings import TierSettings
 
@@ -41,7 +40,7 @@ def export_cube(store: Store, cube_id: str, path: str | os.PathLike[str]) -> Man
     Raises ``MemCubeError`` if ``path`` exists (an export never overwrites); the database is
     only read, in one consistent snapshot.
     """
-    return write_cube(interchange.read_cube(_sqlite(store), cube_id), path)
+    return write_cube(store.read_cube(cube_id), path)
 
 
 def import_cube(
@@ -80,7 +79,6 @@ def import_cube(
         )
     if not isinstance(keep_ids, bool) or not isinstance(reembed, bool):
         raise ValidationError("keep_ids and reembed must be true or false")
-    sqlite = _sqlite(store)
     current = fingerprint(embedder)
     with open_cube(path) as source:
         if source.cube.embedder not in (None, current) and not reembed:
@@ -92,14 +90,13 @@ def import_cube(
             )
         data = _rehomed(source, owner, cube_id, keep_ids)
         _check_settings(data)
-        interchange.check_free(sqlite, data)
+        store.check_free(data)
         if reembed:
             data = _reembedded(embedder, data)
         data = replace(data, cube=replace(data.cube, embedder=current))
-        placed = _place_artifacts(sqlite, data)
+        placed = _place_artifacts(store, data)
         try:
-            interchange.insert_cube(
-                sqlite,
+            store.insert_cube(
                 data,
                 artifact_paths={k: v[0] for k, v in placed.items()},
                 note={
@@ -117,12 +114,6 @@ def import_cube(
     if cube is None:  # pragma: no cover - deleted by someone else in the meantime
         raise CubeNotFound(data.cube.cube_id)
     return cube
-
-
-def _sqlite(store: Store) -> SQLiteStore:
-    if not isinstance(store, SQLiteStore):
-        raise ConfigurationError("MemCube export and import need the SQLite store")
-    return store
 
 
 def _check_settings(data: MemCube) -> None:
@@ -156,7 +147,7 @@ def _reembedded(embedder: Embedder, data: MemCube) -> MemCube:
     return replace(data, vector_ids=[item.id for item in items], vectors=vectors)
 
 
-def _place_artifacts(store: SQLiteStore, data: MemCube) -> dict[str, tuple[str, Path]]:
+def _place_artifacts(store: Store, data: MemCube) -> dict[str, tuple[str, Path]]:
     """Copy each artifact's file beside the database; artifact id → (row path, file).
 
     The row path is relative to the database's directory.  ``MemCubeError`` (with every file
@@ -164,7 +155,7 @@ def _place_artifacts(store: SQLiteStore, data: MemCube) -> dict[str, tuple[str, 
     """
     if not data.artifacts:
         return {}
-    folder = interchange.artifact_dir(store, data.cube.cube_id)
+    folder = store.artifact_dir(data.cube.cube_id)
     base = folder.parent.parent
     placed: dict[str, tuple[str, Path]] = {}
     try:

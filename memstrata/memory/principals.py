@@ -41,7 +41,6 @@ from memstrata.model import (
     User,
     new_id,
 )
-from memstrata.store.sqlite import usage
 from memstrata.tiers.settings import TierSettings
 
 
@@ -277,7 +276,7 @@ class Principals:
                 "name": cube.name,
                 "items": counts,
                 "pending_tasks": len(pending),
-                "llm_usage": dict(usage.usage(self._store, cube.cube_id)),  # type: ignore[arg-type]
+                "llm_usage": dict(self._store.llm_usage(cube.cube_id)),
             }
         return result
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from functools import partial
 from typing import Any
 
 from memstrata.closing import Closing
@@ -40,7 +39,7 @@ from memstrata.memory.principals import Principals
 from memstrata.memory.reading import Reading
 from memstrata.scheduler import Scheduler, TaskQueue
 from memstrata.store.base import Store
-from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue, usage
+from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue
 from memstrata.tiers.tasks import TierTasks
 
 __all__ = ["MemoryOS"]
@@ -70,8 +69,7 @@ class MemoryOS(Closing):
         self.scheduler = Scheduler(queue, workers=settings.workers, lease_s=settings.task_lease_s)
         # The chat model also reads hot segments only when the llm reader is chosen.
         reader_llm = llm if settings.reader == "llm" else None
-        record = partial(usage.record, store)
-        self.tiers = TierTasks(store, embedder, self.scheduler, llm=reader_llm, record_usage=record)
+        self.tiers = TierTasks(store, embedder, self.scheduler, llm=reader_llm)
         access = Access(store, embedder)
         parts = Components(store, embedder, settings, llm, self.scheduler, self.tiers, access)
         self._parts = parts

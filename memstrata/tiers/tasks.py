@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 from functools import partial
 
@@ -34,7 +34,6 @@ CONSOLIDATE_DELAY_S = 1.0
 #: Seconds between writes of read counts (segment visits).
 READS_FLUSH_S = 5.0
 
-UsageRecorder = Callable[[str, Completion], None]
 
 
 class TierTasks:
@@ -47,13 +46,11 @@ class TierTasks:
         scheduler: Scheduler,
         *,
         llm: LLM | None = None,
-        record_usage: UsageRecorder | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.scheduler = scheduler
         self.llm = llm
-        self._record_usage = record_usage
         self._reads: Counter[str] = Counter()
         self._reads_lock = threading.Lock()
         self._reads_flushed = time.monotonic()
@@ -107,9 +104,11 @@ class TierTasks:
         """The reader promotions use: the LLM's, counting its tokens against the cube, or rules."""
         if self.llm is None:
             return OfflineReader()
-        record = self._record_usage
-        on_usage = None if record is None else partial(record, cube_id)
-        return LLMReader(self.llm, on_usage=on_usage)
+        return LLMReader(self.llm, on_usage=partial(self._count, cube_id))
+
+    def _count(self, cube_id: str, completion: Completion) -> None:
+        """Count one LLM call and its tokens against ``cube_id``."""
+        self.store.record_usage(cube_id, completion.prompt_tokens, completion.completion_tokens)
 
     def _cube(self, task: Task) -> Cube | None:
         cube = self.store.get_cube(task.cube_id or "")
@@ -142,10 +141,7 @@ class TierTasks:
             return
         segment = found[0]
         pages = self.store.get_items([s.item_id for s in segment.sources if s.item_id])
-        record = self._record_usage
-        summariser = LLMSummariser(
-            llm, on_usage=None if record is None else partial(record, cube_id)
-        )
+        summariser = LLMSummariser(llm, on_usage=partial(self._count, cube_id))
         lines = [f"{p.speaker or p.role or 'someone'}: {p.text}" for p in pages]
         summary = summariser.summarise(lines)
         if summary is not None and summary != segment.text:

@@ -23,7 +23,6 @@ from memstrata.reader.findings import Finding
 from memstrata.reader.llm import LLMReader, LLMSummariser
 from memstrata.reader.offline import OfflineReader
 from memstrata.store.sqlite import SQLiteStore
-from memstrata.store.sqlite.usage import record, usage
 
 PATH = "/v1/chat/completions"
 WHEN = datetime(2024, 5, 8, 13, 56, tzinfo=timezone.utc)
@@ -174,13 +173,15 @@ def test_no_pages_no_call(script: Script, llm: OpenAIChat) -> None:
 def test_usage_is_recorded_per_cube(script: Script, llm: OpenAIChat, tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "m.db")
     try:
-        reader = LLMReader(llm, on_usage=lambda c: record(store, "c1", c))
+        reader = LLMReader(
+            llm, on_usage=lambda c: store.record_usage("c1", c.prompt_tokens, c.completion_tokens)
+        )
         script.answers = ["garbage", GOOD]  # the wasted call counts too
         reader.read(PAGES)
-        record(store, "c2", Completion("x", prompt_tokens=7, completion_tokens=1))
-        assert usage(store, "c1") == {"calls": 2, "prompt_tokens": 200, "completion_tokens": 40}
-        assert usage(store, "c2") == {"calls": 1, "prompt_tokens": 7, "completion_tokens": 1}
-        assert usage(store, "never") == {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        store.record_usage("c2", 7, 1)
+        assert store.llm_usage("c1") == {"calls": 2, "prompt_tokens": 200, "completion_tokens": 40}
+        assert store.llm_usage("c2") == {"calls": 1, "prompt_tokens": 7, "completion_tokens": 1}
+        assert store.llm_usage("never") == {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     finally:
         store.close()
 

@@ -13,7 +13,6 @@ from werkzeug import Request, Response
 
 from memstrata import MemoryOS
 from memstrata.filters import Filters
-from memstrata.store.sqlite.usage import usage
 
 HOT = {"working_capacity": 1, "similarity_threshold": 0.0, "heat_threshold": 0.0}
 
@@ -55,7 +54,7 @@ def test_the_llm_reader_promotes_and_its_tokens_are_counted(
         (segment,) = mos.store.list_items(cube, Filters(types=("segment",)))
         assert segment.text == "Ann says where she lives."  # the LLM's summary replaced the rules'
         # one call to read the promotion batch, one for the summary
-        totals = usage(mos.store, cube)  # type: ignore[arg-type]
+        totals = mos.store.llm_usage(cube)
         assert totals == {"calls": 2, "prompt_tokens": 100, "completion_tokens": 20}
 
 
