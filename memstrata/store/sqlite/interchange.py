@@ -33,7 +33,6 @@ from memstrata.errors import (
 )
 from memstrata.memcube import Artifact, MemCube, Vectors
 from memstrata.model import Event, MemoryItem, Version, to_epoch
-from memstrata.store.base import ArchiveStore
 from memstrata.store.sqlite import rows, writes
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
@@ -250,32 +249,3 @@ def _insert_artifacts(
             for a in data.artifacts
         ],
     )  # fmt: skip
-
-
-# -- transitional wrappers (until the core calls the methods) ---------------------------------
-
-
-def artifact_dir(store: ArchiveStore, cube_id: str) -> Path:
-    """``store.artifact_dir``."""
-    return store.artifact_dir(cube_id)
-
-
-def read_cube(store: ArchiveStore, cube_id: str) -> MemCube:
-    """``store.read_cube``."""
-    return store.read_cube(cube_id)
-
-
-def check_free(store: ArchiveStore, data: MemCube) -> None:
-    """``store.check_free``."""
-    store.check_free(data)
-
-
-def insert_cube(
-    store: ArchiveStore,
-    data: MemCube,
-    *,
-    artifact_paths: Mapping[str, str],
-    note: Mapping[str, Any],
-) -> None:
-    """``store.insert_cube``."""
-    store.insert_cube(data, artifact_paths=artifact_paths, note=note)

@@ -7,13 +7,11 @@ concurrent workers (threads or processes) never lose a count.
 from __future__ import annotations
 
 import time
-from typing import Protocol
 
 from memstrata.model import LLMUsage
-from memstrata.store.base import UsageStore
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
-__all__ = ["LLMUsage", "SQLiteUsage", "record", "usage"]
+__all__ = ["SQLiteUsage"]
 
 _UPSERT = """
 INSERT INTO llm_usage (cube_id, calls, prompt_tokens, completion_tokens, updated_at)
@@ -47,26 +45,3 @@ class SQLiteUsage(SQLiteDatabase):
         if row is None:
             return LLMUsage(calls=0, prompt_tokens=0, completion_tokens=0)
         return LLMUsage(calls=row[0], prompt_tokens=row[1], completion_tokens=row[2])
-
-
-# -- transitional wrappers (until the core calls the methods) ---------------------------------
-
-
-class _Counted(Protocol):
-    """What ``record`` reads of a completion (``memstrata.llm.Completion`` has it)."""
-
-    @property
-    def prompt_tokens(self) -> int: ...
-
-    @property
-    def completion_tokens(self) -> int: ...
-
-
-def record(store: UsageStore, cube_id: str, completion: _Counted) -> None:
-    """``store.record_usage`` for one completion."""
-    store.record_usage(cube_id, completion.prompt_tokens, completion.completion_tokens)
-
-
-def usage(store: UsageStore, cube_id: str) -> LLMUsage:
-    """``store.llm_usage``."""
-    return store.llm_usage(cube_id)
