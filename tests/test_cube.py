@@ -36,7 +36,6 @@ from memstrata.errors import (
     ValidationError,
 )
 from memstrata.memcube import FORMAT_VERSION, ITEM_FIELDS, write_cube
-from memstrata.store.sqlite import interchange
 from memstrata.text import embedding_text
 
 #: every turn leaves the working tier at once, joins a segment and is promoted: all tiers get items
@@ -210,7 +209,7 @@ def test_a_tar_export_holds_the_same_files_and_is_reproducible(
             content = tar.extractfile(m)
             assert content is not None
             assert content.read() == (tmp_path / "dir" / m.name).read_bytes()
-    data = interchange.read_cube(mos.store, cube)  # type: ignore[arg-type]
+    data = mos.store.read_cube(cube)
     when = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
     write_cube(data, tmp_path / "a.tar.gz", now=when)
     write_cube(data, tmp_path / "b.tar.gz", now=when)

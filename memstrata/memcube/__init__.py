@@ -11,15 +11,15 @@ A MemCube is a directory, or a gzipped tar of that directory's files::
     artifacts/NAME     the artifacts' files (only when there are artifacts)
 
 This package converts between those files and model objects (``records``), writes and reads
-them (``files``) and moves a cube to new ids (``remap``).  It never touches a database (see
-``memstrata.store.sqlite.interchange``) and never unpickles.
+them (``files``, checking each field with ``fields``) and moves a cube to new ids (``remap``).  It never touches a database (see
+the store's ``ArchiveStore`` methods) and never unpickles.
 """
 
+from memstrata.memcube.fields import ID_PATTERN
 from memstrata.memcube.files import open_cube, write_cube
 from memstrata.memcube.records import (
     FORMAT,
     FORMAT_VERSION,
-    ID_PATTERN,
     ITEM_FIELDS,
     Artifact,
     Manifest,

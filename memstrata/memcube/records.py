@@ -9,18 +9,18 @@ the files bumps ``FORMAT_VERSION``).  Pure functions: no files, no database.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from memstrata.errors import ConfigurationError, MemCubeError
+from memstrata.memcube.fields import Fields
 from memstrata.model import (
     CUBE_KINDS,
     ITEM_TYPES,
@@ -31,7 +31,6 @@ from memstrata.model import (
     Event,
     ItemType,
     MemoryItem,
-    Source,
     Status,
     Tier,
     Version,
@@ -70,11 +69,9 @@ _MANIFEST_FIELDS = (
 _CUBE_FIELDS = ("cube_id", "name", "owner", "kind", "settings", "created_at")
 COUNTS = ("items", "versions", "vectors", "events", "artifacts")
 #: What a cube, item or artifact id looks like (as ``MemoryOS`` checks ids).
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _FINGERPRINT_DIM = re.compile(r"/([0-9]+)$")
-_MAX_INT = 2**63 - 1  # SQLite's INTEGER
 Vectors = npt.NDArray[np.float32]
 
 
@@ -235,8 +232,8 @@ def manifest_from_record(raw: object) -> Manifest:
             f"{FORMAT_VERSION}",
             hint="upgrade memstrata to import it" if newer else "export it again with memstrata",
         )
-    f = _Fields(raw, MANIFEST, _MANIFEST_FIELDS)
-    embedder = _Fields(
+    f = Fields(raw, MANIFEST, _MANIFEST_FIELDS)
+    embedder = Fields(
         f.mapping("embedder", required=True), f"{MANIFEST} embedder", ("fingerprint", "dim")
     )
     dim = embedder.count("dim")
@@ -244,7 +241,7 @@ def manifest_from_record(raw: object) -> Manifest:
     suffix = _FINGERPRINT_DIM.search(fingerprint or "")
     if fingerprint is not None and (suffix is None or int(suffix.group(1)) != dim):
         embedder.fail("fingerprint", f"a fingerprint 'model_id/{dim}' (ending in the dimension)")
-    counts = _Fields(f.mapping("counts", required=True), f"{MANIFEST} counts", COUNTS)
+    counts = Fields(f.mapping("counts", required=True), f"{MANIFEST} counts", COUNTS)
     sha256 = f.mapping("sha256", required=True)
     if not all(isinstance(v, str) and _SHA256.match(v) for v in sha256.values()):
         f.fail("sha256", "an object of file name → lowercase hex SHA-256")
@@ -259,133 +256,6 @@ def manifest_from_record(raw: object) -> Manifest:
     )
 
 
-class _Fields:
-    """Typed reads of one JSON object of a MemCube; each failure names the place and the field.
-
-    A field that is absent reads as null; unknown fields are refused.
-    """
-
-    def __init__(self, raw: object, where: str, known: Sequence[str]) -> None:
-        if not isinstance(raw, dict):
-            raise MemCubeError(f"{where}: expected a JSON object")
-        unknown = [str(k) for k in raw if k not in known]
-        if unknown:
-            raise MemCubeError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))}")
-        self.raw: dict[str, Any] = raw
-        self.where = where
-
-    def fail(self, key: str, expected: str) -> NoReturn:
-        raise MemCubeError(f"{self.where}: field {key!r} must be {expected}")
-
-    def string(self, key: str) -> str | None:
-        value = self.raw.get(key)
-        if value is not None and not isinstance(value, str):
-            self.fail(key, "a string or null")
-        return value
-
-    def text(self, key: str) -> str:
-        value = self.raw.get(key)
-        if not isinstance(value, str):
-            self.fail(key, "a string")
-        return value
-
-    def ident(self, key: str) -> str:
-        value = self.raw.get(key)
-        if not isinstance(value, str) or not ID_PATTERN.match(value):
-            self.fail(key, "an id (1-128 letters, digits and _ . : @ -, first a letter or digit)")
-        return value
-
-    def choice(self, key: str, choices: Sequence[str]) -> str:
-        value = self.raw.get(key)
-        if value not in choices:
-            self.fail(key, f"one of {', '.join(choices)}")
-        return cast(str, value)
-
-    def integer(self, key: str, minimum: int = 0) -> int | None:
-        value = self.raw.get(key)
-        if value is not None and (type(value) is not int or not minimum <= value <= _MAX_INT):
-            self.fail(key, f"an integer from {minimum} to {_MAX_INT}, or null")
-        return value
-
-    def count(self, key: str, minimum: int = 0, default: int | None = None) -> int:
-        value = self.integer(key, minimum)
-        if value is not None:
-            return value
-        if default is None:
-            self.fail(key, f"an integer of at least {minimum}")
-        return default
-
-    def number(self, key: str) -> float | None:
-        """A finite number, as a float (as the database keeps it)."""
-        value = self.raw.get(key)
-        if value is None:
-            return None
-        try:
-            number = float(value) if type(value) in (int, float) else math.nan
-        except OverflowError:
-            number = math.nan
-        if not math.isfinite(number):
-            self.fail(key, "a finite number or null")
-        return number
-
-    def flag(self, key: str) -> bool:
-        value = self.raw.get(key, False)
-        if not isinstance(value, bool):
-            self.fail(key, "true or false")
-        return value
-
-    def optional_time(self, key: str) -> datetime | None:
-        value = self.raw.get(key)
-        if value is None:
-            return None
-        text = value[:-1] + "+00:00" if isinstance(value, str) and value.endswith("Z") else value
-        try:
-            parsed = datetime.fromisoformat(text) if isinstance(text, str) else None
-        except ValueError:
-            parsed = None
-        if parsed is None or parsed.tzinfo is None:
-            self.fail(key, "an ISO 8601 time with a time zone, e.g. 2024-05-08T13:56:00.000000Z")
-        return parsed.astimezone(timezone.utc)
-
-    def time(self, key: str) -> datetime:
-        value = self.optional_time(key)
-        if value is None:
-            self.fail(key, "an ISO 8601 time")
-        return value
-
-    def strings(self, key: str) -> list[str]:
-        value = self.raw.get(key)
-        if value is None:
-            return []
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            self.fail(key, "an array of strings")
-        return value
-
-    def mapping(self, key: str, *, required: bool = False) -> dict[str, Any]:
-        value = self.raw.get(key)
-        if value is None and not required:
-            return {}
-        if not isinstance(value, dict):
-            self.fail(key, "a JSON object")
-        return value
-
-    def sources(self, key: str) -> list[Source]:
-        listed = self.raw.get(key) or []
-        if not isinstance(listed, list):
-            self.fail(key, "an array of sources")
-        found: list[Source] = []
-        for n, raw in enumerate(listed, 1):
-            f = _Fields(raw, f"{self.where} {key}[{n}]", ("item_id", "uri", "span", "role"))
-            span = f.raw.get("span")
-            if span is not None and not (
-                isinstance(span, list) and len(span) == 2 and all(type(x) is int for x in span)
-            ):
-                f.fail("span", "[start, end] (two integers) or null")
-            where = None if span is None else (span[0], span[1])
-            found.append(Source(f.string("item_id"), f.string("uri"), where, f.string("role")))
-        return found
-
-
 def known_file(name: str) -> bool:
     if name in (MANIFEST, *DATA_FILES):
         return True
@@ -393,7 +263,7 @@ def known_file(name: str) -> bool:
     return folder == ARTIFACT_DIR and _FILE_NAME.match(base) is not None
 
 
-def _item_from_fields(f: _Fields, cube_id: str) -> MemoryItem:
+def _item_from_fields(f: Fields, cube_id: str) -> MemoryItem:
     return MemoryItem(
         id=f.ident("id"),
         cube_id=cube_id,
@@ -429,17 +299,17 @@ def _item_from_fields(f: _Fields, cube_id: str) -> MemoryItem:
 
 
 def item_from_line(raw: object, where: str, cube_id: str) -> tuple[MemoryItem, list[Version]]:
-    f = _Fields(raw, where, (*ITEM_FIELDS, "versions"))
+    f = Fields(raw, where, (*ITEM_FIELDS, "versions"))
     item = _item_from_fields(f, cube_id)
     stored = f.raw.get("versions") or []
     if not isinstance(stored, list):
         f.fail("versions", "an array of versions")
     versions: list[Version] = []
     for n, record in enumerate(stored, 1):
-        v = _Fields(record, f"{where} versions[{n}]", _VERSION_FIELDS)
+        v = Fields(record, f"{where} versions[{n}]", _VERSION_FIELDS)
         number = v.count("version", minimum=1)
         snapshot = _item_from_fields(
-            _Fields(v.raw.get("item"), f"{v.where} item", ITEM_FIELDS), cube_id
+            Fields(v.raw.get("item"), f"{v.where} item", ITEM_FIELDS), cube_id
         )
         if snapshot.id != item.id or snapshot.version != number:
             v.fail("item", f"the item {item.id!r} as it stood at version {number}")
@@ -452,7 +322,7 @@ def item_from_line(raw: object, where: str, cube_id: str) -> tuple[MemoryItem, l
 
 
 def event_from_record(raw: object, where: str, cube_id: str) -> Event:
-    f = _Fields(raw, where, _EVENT_FIELDS)
+    f = Fields(raw, where, _EVENT_FIELDS)
     before, after = f.raw.get("before"), f.raw.get("after")
     return Event(
         seq=0,
@@ -471,7 +341,7 @@ def event_from_record(raw: object, where: str, cube_id: str) -> Event:
 def artifact_from_record(
     raw: object, where: str, root: Path, listed: Mapping[str, str]
 ) -> Artifact:
-    f = _Fields(raw, where, _ARTIFACT_FIELDS)
+    f = Fields(raw, where, _ARTIFACT_FIELDS)
     file = f.text("file")
     if not file.startswith(f"{ARTIFACT_DIR}/") or not known_file(file) or file not in listed:
         f.fail("file", f"the name of a file under {ARTIFACT_DIR}/ listed in {MANIFEST}")
@@ -491,7 +361,7 @@ def artifact_from_record(
 
 
 def _cube_from_record(raw: Mapping[str, Any], fingerprint: str | None) -> Cube:
-    f = _Fields(raw, f"{MANIFEST} cube", _CUBE_FIELDS)
+    f = Fields(raw, f"{MANIFEST} cube", _CUBE_FIELDS)
     name = f.text("name")
     if not name.strip():
         f.fail("name", "a non-empty string")
