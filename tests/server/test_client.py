@@ -9,7 +9,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from datetime import datetime, timezone
+from dataclasses import fields, replace
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +31,7 @@ from memstrata.errors import (
     Unauthenticated,
     ValidationError,
 )
-from memstrata.model import ApiKey, Cube, Event, Grant, Hit, MemoryItem, User, Version
+from memstrata.model import ApiKey, Cube, Event, Grant, Hit, MemoryItem, Source, User, Version
 from memstrata.retrieval.pack import Context
 from memstrata.scheduler import Task
 from memstrata.server.rest import bootstrap, create_app
@@ -320,6 +321,70 @@ def test_export_then_import_a_copy(
     with pytest.raises(PermissionDenied):
         bob.export(cube_id, tmp_path / "not-mine.tar.gz")
     assert not (tmp_path / "not-mine.tar.gz").exists()
+
+
+# -- every field travels --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def full_item(user: Client, server: Server) -> MemoryItem:
+    """An item of ``user``'s cube with every field set to a value other than its default, as the
+    core has it (written through the store: no public call sets them all)."""
+    cube_id, owner = _cube(user), user.me().user_id
+    memory = server.memory
+    (item_id,) = memory.add(
+        [{"content": "The lighthouse keeper's parrot is called Admiral Biscuit.", "id": "ext-1"}],
+        user_id=owner, cube_id=cube_id, session_id="s-full",
+    )  # fmt: skip
+    assert memory.wait(cube_id, timeout=30, user_id=owner)
+    stored = memory.get(item_id, user_id=owner)
+    when = datetime(2024, 5, 8, 13, 56, 1, 123456, tzinfo=timezone.utc)
+    changed = replace(
+        stored, tier="long", type="fact", agent_id="agent-7", role="assistant", speaker="Keeper",
+        key="parrot_name", keywords=["parrot", "admiral"], tags=["pets", "birds"],
+        metadata={"n": 2, "nested": {"ok": True, "list": [1, None, "x"]}}, event_time=when,
+        valid_from=when - timedelta(days=2), valid_to=when + timedelta(days=400),
+        status="activated", merged_into="01J0000000000000000000MERG", confidence=0.75,
+        pinned=True, access_count=7, last_accessed_at=when + timedelta(hours=3), heat=2.5,
+        sources=[Source(item_id="01J0000000000000000000SRC1", role="evidence"),
+                 Source(uri="file:///notes.md", span=(3, 41))],
+        segment_id="01J0000000000000000000SEG1",
+    )  # fmt: skip
+    memory.store.update_item(changed, None, op="update", actor=owner, reason="every field")
+    item = memory.get(item_id, user_id=owner)
+    defaults = MemoryItem(id="", cube_id="", text="")
+    unset = [
+        f.name for f in fields(MemoryItem) if getattr(item, f.name) == getattr(defaults, f.name)
+    ]
+    assert unset == [], "set these fields too"
+    return item
+
+
+def test_an_item_with_every_field_round_trips_unchanged(
+    user: Client, full_item: MemoryItem
+) -> None:
+    cube_id = _cube(user)
+    assert user.get(full_item.id, cube_id=cube_id) == full_item
+    listed = user.list_memories(cube_id, filters={"session_id": "s-full"})
+    assert listed == [full_item]
+    assert user.history(full_item.id, cube_id=cube_id)[-1].item == full_item
+    (hit,) = user.search("What is the parrot called?", cube_ids=[cube_id], top_k=1,
+                         filters={"session_id": "s-full"})  # fmt: skip
+    assert hit.item == full_item and hit.score > 0 and hit.ranks
+    packed = user.context("parrot Admiral Biscuit", cube_ids=[cube_id], chain=False,
+                          expand_sources=False, filters={"session_id": "s-full"})  # fmt: skip
+    assert [h.item for h in packed.hits] == [full_item] and packed.recent == []
+
+
+def test_an_answer_missing_a_field_is_a_bad_response(
+    httpserver: HTTPServer, full_item: MemoryItem
+) -> None:
+    shown = {"id": full_item.id, "cube_id": full_item.cube_id, "text": full_item.text}
+    httpserver.expect_request("/memories/c/i").respond_with_json(shown)
+    with Client(httpserver.url_for("/"), "ms_key") as client, pytest.raises(ResponseError) as bad:
+        client.get("i", cube_id="c")
+    assert (bad.value.status, bad.value.code) == (502, "bad_response")
+    assert "MemoryItem has no version" in bad.value.message
 
 
 # -- reading memory ------------------------------------------------------------------------------

@@ -46,8 +46,6 @@ _ADD_BODY = {
         },
     }
 }
-#: The largest ``offset`` a page may start at (SQLite integers are 64-bit).
-MAX_OFFSET = 2**31
 _AS_OF = "A past time (ISO 8601 or epoch seconds): the version current then."
 
 
@@ -136,7 +134,7 @@ def list_memories(
     memory: Memory,
     user: Caller,
     limit: Annotated[int, Query(ge=1, le=MAX_TOP_K)] = 100,
-    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    offset: Annotated[int, Query(ge=0, description="Items to skip (the core bounds it).")] = 0,
     session_id: str | None = None,
     tier: Annotated[list[Tier] | None, Query()] = None,
     kind: Annotated[list[ItemType] | None, Query(alias="type")] = None,
