@@ -361,19 +361,23 @@ def full_item(user: Client, server: Server) -> MemoryItem:
 
 
 def test_an_item_with_every_field_round_trips_unchanged(
-    user: Client, full_item: MemoryItem
+    user: Client, server: Server, full_item: MemoryItem
 ) -> None:
     cube_id = _cube(user)
     assert user.get(full_item.id, cube_id=cube_id) == full_item
     listed = user.list_memories(cube_id, filters={"session_id": "s-full"})
     assert listed == [full_item]
     assert user.history(full_item.id, cube_id=cube_id)[-1].item == full_item
-    (hit,) = user.search("What is the parrot called?", cube_ids=[cube_id], top_k=1,
-                         filters={"session_id": "s-full"})  # fmt: skip
+    only = {"session_id": "s-full"}
+    (hit,) = user.search("What is the parrot called?", cube_ids=[cube_id], top_k=1, filters=only)
     assert hit.item == full_item and hit.score > 0 and hit.ranks
+    # The search counted a read: once the count is written, the item has new read counts.
+    server.memory.tiers.flush_reads(force=True)
+    assert server.memory.wait(timeout=30)
+    counted = server.memory.get(full_item.id, user_id=user.me().user_id)
     packed = user.context("parrot Admiral Biscuit", cube_ids=[cube_id], chain=False,
-                          expand_sources=False, filters={"session_id": "s-full"})  # fmt: skip
-    assert [h.item for h in packed.hits] == [full_item] and packed.recent == []
+                          expand_sources=False, filters=only)  # fmt: skip
+    assert [h.item for h in packed.hits] == [counted] and packed.recent == []
 
 
 def test_an_answer_missing_a_field_is_a_bad_response(
