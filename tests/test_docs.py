@@ -1,5 +1,6 @@
-"""Documentation that cannot drift: a setting, CLI command, REST route, MCP tool or resource that
-the docs do not name fails here (datasette's and sqlite-utils' ``test_docs.py`` do the same)."""
+"""Documentation that cannot drift: a setting, CLI command, REST route, MCP tool or resource, or a
+top-level unit of the package that the docs do not name fails here (datasette's and
+sqlite-utils' ``test_docs.py`` do the same)."""
 
 from __future__ import annotations
 
@@ -128,3 +129,18 @@ def test_every_mcp_tool_and_resource_is_documented(tmp_path: Path) -> None:
     assert "add_memory" in names and "memstrata://profile" in names
     missing = [name for name in names if f"`{name}`" not in text]
     assert missing == [], "document each in docs/mcp.md, in backticks"
+
+
+# -- the architecture --------------------------------------------------------------------------
+
+
+def test_every_top_level_unit_is_on_the_map() -> None:
+    """docs/architecture.md names each folder (``memory/``) and module (``limits.py``) of the
+    package, in backticks (tests/test_layering.py gives each its rank)."""
+    package = DOCS.parent / "memstrata"
+    units = [f"{p.parent.name}/" for p in package.glob("*/__init__.py")]
+    units += [p.name for p in package.glob("*.py") if p.name != "__init__.py"]
+    text = _doc("architecture.md")
+    assert len(units) > 20
+    missing = sorted(u for u in units if f"`{u}`" not in text)
+    assert missing == [], "place each in docs/architecture.md"
