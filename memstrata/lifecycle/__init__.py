@@ -1,1 +1,4 @@
-"""Lifecycle and governance (DESIGN §5): states and transitions, versions and time, erasure."""
+"""The lifecycle's rules (DESIGN §5): states and their legal transitions (``states``).
+
+The calls that apply them (transitions, rollback, erasure, audit) are the core's:
+``memstrata.memory.governance``."""

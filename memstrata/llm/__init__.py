@@ -1,4 +1,5 @@
-"""Chat models: the ``LLM`` Protocol, an OpenAI-compatible client, and usage accounting."""
+"""Chat models: the ``LLM`` Protocol, an OpenAI-compatible client and a local model
+(usage is counted per cube by the store's ``UsageStore``)."""
 
 from __future__ import annotations
 

@@ -138,7 +138,7 @@ class Governance:
         if version not in versions:
             raise NotFoundError(
                 f"item {item_id!r} has no version {version}",
-                hint=f"its versions are 1 to {item.version}",
+                hint=f"its versions are {_ranges(sorted(versions))}",
             )
         self._access.check_item_embedder(item)
         old = versions[version]
@@ -170,3 +170,14 @@ class Governance:
             self._store, self._parts.embedder, path, owner=owner, cube_id=cube_id,
             keep_ids=keep_ids, reembed=reembed,
         )  # fmt: skip
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[1, 2, 3, 5]`` as "1 to 3, 5" (a segment's refreshes leave gaps in its versions)."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]} to {r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)

@@ -1,1 +1,2 @@
-"""The read path: filters, keyword text, fusion and hybrid search (DESIGN §4)."""
+"""The read path: hybrid search (live and as of a past time), fusion, query
+decomposition and context packing (DESIGN §4)."""

@@ -35,7 +35,6 @@ CONSOLIDATE_DELAY_S = 1.0
 READS_FLUSH_S = 5.0
 
 
-
 class TierTasks:
     """Registers the tier tasks on a scheduler and queues them.  Thread-safe."""
 

@@ -1,7 +1,8 @@
 """``HistoryStore``: versions, events, a cube as it stood at a past time, and search over it.
 
-Every write keeps a full snapshot in ``item_versions`` with its time, so the state of a cube at
-time T is, per item, its latest version written at or before T.  ``scratch_index`` copies such
+Every write but the refresh of a derived segment (``update_item(..., snapshot=False)``, see
+docs/lifecycle.md) keeps a full snapshot in ``item_versions`` with its time, so the state of a
+cube at time T is, per item, its latest snapshot written at or before T.  ``scratch_index`` copies such
 a state into a private in-memory database laid out exactly as this one (same schema, same
 full-text tokenizer, same row writers) and searched by the same ``SQLiteSearch`` code, so a
 search of the past ranks as the live search would have.

@@ -71,7 +71,7 @@ def _v3(conn: sqlite3.Connection) -> None:
 
 @migration(4, "per-cube index terms")
 def _v4(conn: sqlite3.Connection) -> None:
-    # Full-text terms now carry their cube's prefix (retrieval.text.index_body): re-index.
+    # Full-text terms now carry their cube's prefix (memstrata.text.index_body): re-index.
     from memstrata.text import index_body
 
     conn.execute("DELETE FROM items_fts")
