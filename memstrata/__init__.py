@@ -8,6 +8,7 @@ from memstrata.config import Settings
 from memstrata.errors import MemstrataError
 from memstrata.memory.system import MemoryOS
 from memstrata.model import Cube, Hit, MemoryItem, Source, User, Version
+from memstrata.version import version
 
 __all__ = [
     "Cube",
@@ -20,4 +21,11 @@ __all__ = [
     "User",
     "Version",
 ]
-__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> str:
+    # ``__version__`` is read from the installed distribution (``memstrata.version``) on first
+    # use, so pyproject.toml holds the only copy of the number.
+    if name == "__version__":
+        return version()
+    raise AttributeError(f"module 'memstrata' has no attribute {name!r}")

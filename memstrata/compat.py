@@ -12,12 +12,10 @@ Unlike MemoryOS, nothing here needs an LLM except ``get_response``.
 from __future__ import annotations
 
 import re
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 from memstrata.closing import Closing
-from memstrata.errors import AlreadyExists
 from memstrata.memory import shaping
 from memstrata.memory.system import MemoryOS
 
@@ -60,13 +58,9 @@ class Memoryos(Closing):
         }
         self.cube_id = re.sub(r"[^A-Za-z0-9_.:@-]", "_", f"{user_id}--{assistant_id}")
         try:
-            with suppress(AlreadyExists):
-                self.memory.create_user(user_id)
-            with suppress(AlreadyExists):
-                self.memory.create_cube(
-                    f"{user_id} with {assistant_id}", owner=user_id, cube_id=self.cube_id,
-                    settings=settings,
-                )  # fmt: skip
+            self.memory.attach(
+                user_id, self.cube_id, name=f"{user_id} with {assistant_id}", settings=settings
+            )
         except BaseException:
             self.memory.close()
             raise
@@ -105,7 +99,7 @@ class Memoryos(Closing):
             "retrieved_pages": [shaping.page(i) for i in found.pages],
             "retrieved_user_knowledge": [i.text for i in found.user_knowledge],
             "retrieved_assistant_knowledge": [i.text for i in found.assistant_knowledge],
-            "user_profile": self.get_user_profile_summary(),
+            "user_profile": found.profile,
         }
 
     def get_user_profile_summary(self) -> str:

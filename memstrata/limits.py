@@ -8,6 +8,8 @@ from __future__ import annotations
 
 #: Most hits a search returns, items a page lists, tasks a listing shows.
 MAX_TOP_K = 1000
+#: Most items a listing may skip (``offset``).
+MAX_OFFSET = 2**31 - 1
 #: Largest context budget, in tokens.
 MAX_BUDGET = 1_000_000
 #: Most events one audit call returns.

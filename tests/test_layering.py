@@ -43,6 +43,7 @@ RANKS: dict[str, int] = {
     "closing": 1,
     "keys": 1,
     "limits": 1,
+    "version": 1,
     # 2 - text processing: terms, index body, embedding text; search filters
     "text": 2,
     "filters": 2,

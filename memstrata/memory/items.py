@@ -15,7 +15,7 @@ from memstrata.embed import fingerprint
 from memstrata.errors import ItemNotFound, ValidationError
 from memstrata.filters import Filters, parse_filters
 from memstrata.lifecycle import states
-from memstrata.limits import MAX_TOP_K
+from memstrata.limits import MAX_OFFSET, MAX_TOP_K
 from memstrata.memory.access import check_id, check_int
 from memstrata.memory.components import Components
 from memstrata.model import MemoryItem, Source, Version, new_id, utcnow
@@ -146,8 +146,7 @@ class Items:
     ) -> list[MemoryItem]:
         """A page of a cube's items passing ``filters``, oldest event first (needs ``read``)."""
         check_int(limit, "limit", 1, MAX_TOP_K)
-        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**31:
-            raise ValidationError("offset must be an integer from 0 to 2^31 - 1")
+        check_int(offset, "offset", 0, MAX_OFFSET)
         parsed = parse_filters(filters)
         self._access.cube(user_id, cube_id, "read")
         return self._store.list_items(cube_id, parsed, limit=limit, offset=offset)

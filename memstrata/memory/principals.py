@@ -191,12 +191,20 @@ class Principals:
             owned = [c for c in self.list_cubes(user_id=user_id) if c.owner == user_id]
             return owned[0] if owned else self.create_cube(user_id, owner=user_id)
 
-    def attach(self, user_id: str, cube_id: str | None = None) -> Cube:
+    def attach(
+        self,
+        user_id: str,
+        cube_id: str | None = None,
+        *,
+        name: str | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> Cube:
         """The user an agent acts as, and the cube it works in, created when absent.
 
-        The user ``user_id`` is created if missing; the cube is ``cube_id`` (created with that id
-        and name, owned by ``user_id``, if missing) or the user's ``default_cube``.  A cube that
-        exists but that the user may not read raises ``PermissionDenied``.
+        The user ``user_id`` is created if missing; the cube is ``cube_id`` (created if missing,
+        owned by ``user_id``, named ``name`` or else its id, with tier ``settings``) or the user's
+        ``default_cube``.  An existing cube is returned as it is; one that the user may not read
+        raises ``PermissionDenied``.
         """
         with suppress(AlreadyExists):  # another process may create it meanwhile
             self.create_user(user_id)
@@ -205,8 +213,8 @@ class Principals:
         try:
             return self.get_cube(cube_id, user_id=user_id)
         except CubeNotFound:
-            with suppress(AlreadyExists):
-                self.create_cube(cube_id, owner=user_id, cube_id=cube_id)
+            with suppress(AlreadyExists):  # another process may create it meanwhile
+                self.create_cube(name or cube_id, owner=user_id, cube_id=cube_id, settings=settings)
             return self.get_cube(cube_id, user_id=user_id)
 
     def delete_cube(self, cube_id: str, *, user_id: str) -> int:

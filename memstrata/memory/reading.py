@@ -124,12 +124,17 @@ class Reading:
         self, query: str, *, user_id: str, cube_id: str, budget_tokens: int = 1000
     ) -> shaping.Recall:
         """What MemoryOS's retriever returns for ``query`` in ``cube_id``: the packed context
-        split into pages, user knowledge and assistant knowledge (``memory.shaping``)."""
+        split into pages, user knowledge and assistant knowledge, with the cube's working turns
+        (at most ``MAX_TOP_K``, the newest) and ``user_id``'s profile summary
+        (``memory.shaping``)."""
         ctx = self.context(
             query, user_id=user_id, cube_ids=[cube_id], budget_tokens=budget_tokens,
             expand_sources=False,  # MemoryOS returns pages and knowledge apart
         )  # fmt: skip
-        return shaping.recall(ctx)
+        turns = Filters(tiers=("working",), types=("turn",))
+        working = self._store.list_items(cube_id, turns, descending=True, limit=MAX_TOP_K)
+        summary = self.profile_summary(user_id=user_id, cube_id=cube_id)
+        return shaping.recall(ctx, working[::-1], summary)
 
     def get_profile(self, *, user_id: str, cube_id: str | None = None) -> list[ProfileAttribute]:
         """The current profile attributes in ``cube_id`` (or every readable cube), with evidence.

@@ -30,16 +30,23 @@ class Recall:
     user_knowledge: list[MemoryItem]
     #: long-tier assistant knowledge
     assistant_knowledge: list[MemoryItem]
+    #: the cube's working-tier turns, oldest first (MemoryOS's "short-term memory")
+    working: list[MemoryItem]
+    #: the user's own profile attributes, one ``key: value`` line each ("" if none)
+    profile: str
 
 
-def recall(context: Context) -> Recall:
-    """``context``'s items as pages, user knowledge and assistant knowledge."""
+def recall(context: Context, working: list[MemoryItem], profile: str) -> Recall:
+    """``context``'s items as pages, user knowledge and assistant knowledge, with the cube's
+    working turns and the user's profile summary."""
     long = [i for i in context.items if i.tier == "long"]
     return Recall(
         context=context,
         pages=[i for i in context.items if i.type == "turn"],
         user_knowledge=[i for i in long if i.type != "knowledge"],
         assistant_knowledge=[i for i in long if i.type == "knowledge"],
+        working=working,
+        profile=profile,
     )
 
 

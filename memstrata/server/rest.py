@@ -23,7 +23,7 @@ from memstrata.server import handlers
 from memstrata.server.metrics import Metrics, MetricsMiddleware
 from memstrata.server.middleware import BodyLimit, CatchAll
 from memstrata.server.routes import cubes, lifecycle, memcube, memories, ops, retrieval, users
-from memstrata.server.version import version
+from memstrata.version import version
 
 log = logging.getLogger("memstrata.server")
 

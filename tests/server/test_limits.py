@@ -22,6 +22,7 @@ from memstrata.limits import (
     MAX_BUDGET,
     MAX_CHAT_TOKENS,
     MAX_KEY_LABEL,
+    MAX_OFFSET,
     MAX_TOP_K,
     MAX_WAIT_S,
     RUNTIME_RANGES,
@@ -55,7 +56,7 @@ REST_BOUNDS: dict[str, dict[str, float]] = {
     "WaitIn.timeout_s": {"minimum": 0, "maximum": MAX_WAIT_S},
     "RollbackIn.version": {"minimum": 1},  # versions count from 1
     "GET /memories/{cube_id} ?limit": {"minimum": 1, "maximum": MAX_TOP_K},
-    "GET /memories/{cube_id} ?offset": {"minimum": 0},  # the core bounds it above
+    "GET /memories/{cube_id} ?offset": {"minimum": 0, "maximum": MAX_OFFSET},
     "GET /tasks ?limit": {"minimum": 1, "maximum": MAX_TOP_K},
     "GET /audit ?limit": {"minimum": 1, "maximum": MAX_AUDIT_LIMIT},
 }

@@ -13,7 +13,7 @@ from memstrata.memory.system import MemoryOS
 from memstrata.server.mcp.caller import Caller, KeyVerifier, fixed_caller
 from memstrata.server.mcp.resources import RESOURCES, Resources
 from memstrata.server.mcp.tools import Tools
-from memstrata.server.version import version
+from memstrata.version import version
 
 INSTRUCTIONS = (
     "Long-term memory for this user. Call add_memory after each exchange worth keeping; call "

@@ -118,14 +118,13 @@ class Tools:
         pages = [shaping.page(i) for i in found.pages]
         users = [shaping.knowledge(i) for i in found.user_knowledge]
         assistant = [shaping.knowledge(i) for i in found.assistant_knowledge]
-        working = self._list(user, cube, tier="working", type="turn")
         return {
             "status": "success",
             "query": query,
             "timestamp": utcnow().isoformat(),
             "cube_id": cube,
-            "user_profile": self._memory.profile_summary(user_id=user, cube_id=cube),
-            "short_term_memory": [shaping.page(i) for i in working][-max_results:],
+            "user_profile": found.profile,
+            "short_term_memory": [shaping.page(i) for i in found.working][-max_results:],
             "retrieved_pages": pages[:max_results],
             "retrieved_user_knowledge": users[:max_results],
             "retrieved_assistant_knowledge": assistant[:max_results],

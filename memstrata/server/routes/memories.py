@@ -13,7 +13,7 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 
 from memstrata.errors import ValidationError
-from memstrata.limits import MAX_TOP_K
+from memstrata.limits import MAX_OFFSET, MAX_TOP_K
 from memstrata.memory.system import MemoryOS
 from memstrata.model import ItemType, Status, Tier, User
 from memstrata.server.auth import Caller, Memory
@@ -134,7 +134,7 @@ def list_memories(
     memory: Memory,
     user: Caller,
     limit: Annotated[int, Query(ge=1, le=MAX_TOP_K)] = 100,
-    offset: Annotated[int, Query(ge=0, description="Items to skip (the core bounds it).")] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Items to skip.")] = 0,
     session_id: str | None = None,
     tier: Annotated[list[Tier] | None, Query()] = None,
     kind: Annotated[list[ItemType] | None, Query(alias="type")] = None,

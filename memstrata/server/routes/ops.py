@@ -13,7 +13,7 @@ from memstrata.server import metrics
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import ERRORS, JSON_ERRORS
 from memstrata.server.schemas import ConfigureIn, Health, WaitIn, WaitOut
-from memstrata.server.version import version
+from memstrata.version import version
 
 router = APIRouter(tags=["operations"], responses=ERRORS)
 #: Routes that declare their own responses: ``/health`` (no key, no errors) and ``/metrics``.

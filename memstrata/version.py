@@ -1,4 +1,4 @@
-"""The version the surfaces report (``/health``, the OpenAPI description, MCP's server info).
+"""The version every surface reports (``memstrata.__version__``, ``/health``, OpenAPI, MCP).
 
 Read from the installed distribution's metadata, as ``memstrata --version`` reads it (click's
 ``version_option``), so every surface reports one number: the one ``pyproject.toml`` sets.  Read
