@@ -156,6 +156,22 @@ def test_configure_changes_search_tuning_for_admins_only(mos: MemoryOS) -> None:
     assert mos.settings.rrf_k == 60
 
 
+def test_configure_keyword_max_postings_reaches_the_keyword_channel(mos: MemoryOS) -> None:
+    """Only the query's rarest terms within the postings budget are matched by keyword."""
+    mos.create_user("admin", role="admin")
+    mos.create_cube("c", owner="admin", cube_id="c")
+    texts = ["the zebra grazed", "an apple fell", "apple pie again", "apple juice today"]
+    ids = mos.add([{"content": t} for t in texts], user_id="admin", cube_id="c")
+
+    def keyword_hits() -> set[str]:
+        hits = mos.search("zebra apple", user_id="admin", top_k=10)
+        return {h.item.id for h in hits if "keyword" in h.ranks}
+
+    assert keyword_hits() == set(ids)  # zebra (1 posting) and apple (3) within 5,000
+    mos.configure(by="admin", keyword_max_postings=1)
+    assert keyword_hits() == {ids[0]}  # only the rarest term, zebra, fits
+
+
 @pytest.mark.parametrize(
     "change",
     [

@@ -69,7 +69,9 @@ def _search_one(
 ) -> list[Hit]:
     width = candidate_width(settings, top_k)
     fused = fuse_channels(
-        store.keyword_search(query, cube_ids, filters, width),
+        store.keyword_search(
+            query, cube_ids, filters, width, max_postings=settings.keyword_max_postings
+        ),
         store.vector_search(embedder.embed_query(query), cube_ids, filters, width),
         settings,
     )

@@ -14,9 +14,10 @@ Protocol            what                                                        
 ``Store``           all of the above, plus file-level settings and ``close``                   +3
 ==================  =====================================================================  ====
 
-A caller asks for the narrowest Protocol it needs: retrieval ranks a ``SearchIndex`` (the live
-store, or a scratch copy of a past state), the task queue is a Protocol of its own
-(``store/queue.py``).
+Retrieval ranks a ``SearchIndex`` (the live store, or a scratch copy of a past state); the core's
+parts and the tiers hold the whole ``Store``; the task queue is a Protocol of its own
+(``store/queue.py``).  A second engine implements each Protocol in a module of its own, as
+``store/sqlite/`` does, and runs the conformance suite of ``tests/store``.
 
 Contract shared by all methods:
 
@@ -189,9 +190,19 @@ class SearchIndex(Protocol):
     """
 
     def keyword_search(
-        self, query: str, cube_ids: Sequence[str], filters: Filters, limit: int
+        self,
+        query: str,
+        cube_ids: Sequence[str],
+        filters: Filters,
+        limit: int,
+        *,
+        max_postings: int | None = None,
     ) -> list[Scored]:
-        """BM25 matches of the query's terms (score: negated BM25, higher is better)."""
+        """BM25 matches of the query's terms (score: negated BM25, higher is better).
+
+        Only the query's rarest terms are matched, up to ``max_postings`` postings in these
+        cubes (at least one term); None means the backend's own budget.
+        """
 
     def vector_search(
         self, vector: Vectors, cube_ids: Sequence[str], filters: Filters, limit: int

@@ -20,17 +20,24 @@ class SQLiteSearch(SQLiteItems):
     """``SearchIndex`` over the items (``get_items`` and ``next_turns`` are ``SQLiteItems``')."""
 
     def keyword_search(
-        self, query: str, cube_ids: Sequence[str], filters: Filters, limit: int
+        self,
+        query: str,
+        cube_ids: Sequence[str],
+        filters: Filters,
+        limit: int,
+        *,
+        max_postings: int | None = None,
     ) -> list[Scored]:
         """BM25 over the item text of ``cube_ids`` (their prefixed terms, see ``text``).
 
         Cost grows with the postings a query touches, so only the query's rarest terms are
-        kept, up to ``keyword_max_postings`` matches in these cubes (always at least one term):
-        the common terms dropped carry the least BM25 weight, and the dense channel still sees
-        the whole query.
+        kept, up to ``max_postings`` (default: the store's ``keyword_max_postings``) matches in
+        these cubes (always at least one term): the common terms dropped carry the least BM25
+        weight, and the dense channel still sees the whole query.
         """
         prefixes = [cube_prefix(c) for c in dict.fromkeys(cube_ids)]
-        terms = self._rarest_terms(prefixes, query_terms(query))
+        budget = self._max_postings if max_postings is None else max_postings
+        terms = self._rarest_terms(prefixes, query_terms(query), budget)
         if not terms:
             return []
         expression = f"body : {any_of([p + t for p in prefixes for t in terms])}"
@@ -64,14 +71,14 @@ class SQLiteSearch(SQLiteItems):
             self._postings.put(key, count)
         return count
 
-    def _rarest_terms(self, prefixes: list[str], terms: list[str]) -> list[str]:
+    def _rarest_terms(self, prefixes: list[str], terms: list[str], budget: int) -> list[str]:
         """``terms`` found in these cubes, rarest first, within the postings budget."""
         counted = [(count, term) for term in terms if (count := self._postings_of(prefixes, term))]
         counted.sort()
         kept: list[str] = []
         total = 0
         for count, term in counted:
-            if kept and total + count > self._max_postings:
+            if kept and total + count > budget:
                 break
             kept.append(term)
             total += count
