@@ -33,6 +33,28 @@ def normalise(text: str) -> list[str]:
     return _ARTICLES.sub(" ", text.lower().translate(_PUNCTUATION)).split()
 
 
+#: Words that carry no content: left out of ``token_recall``.
+_FUNCTION_WORDS = frozenset(
+    """a an and are as at be been but by did do does for from had has have he her him his i in
+    is it its me my of on or our she so that the their them they this to was we were what when
+    where which who will with would you your""".split()
+)
+
+
+def content_words(text: str) -> set[str]:
+    """The content words of ``text``: its scoring tokens without function words."""
+    return {t for t in normalise(text) if t not in _FUNCTION_WORDS}
+
+
+def token_recall(gold: str, context: str) -> float | None:
+    """The share of ``gold``'s content words found among ``context``'s tokens, in [0, 1];
+    None when ``gold`` has no content word (nothing to find)."""
+    wanted = content_words(gold)
+    if not wanted:
+        return None
+    return len(wanted & set(normalise(context))) / len(wanted)
+
+
 def f1(prediction: str, gold: str) -> float:
     """Token F1 of ``prediction`` against ``gold`` in [0, 1] (1 when both are empty)."""
     pred, ref = normalise(prediction), normalise(gold)

@@ -7,7 +7,11 @@ for every question of categories 1–4 with evidence, it measures:
 * ``recall@k`` (k = 1, 5, 10, 20): all evidence turns among the top k search hits;
 * ``recall@Ntok`` (N = 500, 1000, 2000): all evidence turns **verbatim** in the context packed
   within N tokens (words × 1.3); a derived item (a segment summary) does not count for its
-  sources — ``recall_src@Ntok`` is the variant where it does;
+  sources — ``recall_src@Ntok`` is the variant where every derived item does, and
+  ``recall_fact@Ntok`` the honest middle: a derived item that is not a segment and cites at
+  most ``FACT_SOURCES`` turns (a fact, a profile entry, a preference) counts for them;
+* ``answer_token_recall@1000tok``: the share of the gold answer's content words present in the
+  1000-token context (questions whose answer has content words);
 * ``answer_in_context``: the gold answer string in the 1000-token context (answers of at most
   four words only); ``tokens_per_query`` of that context; query latency p50/p95; ingest turns/s;
 * with an LLM (``evaluate(..., llm=...)``): ``f1`` and ``bleu1`` of the model's answer from the
@@ -35,6 +39,7 @@ from memstrata.errors import LLMError
 from memstrata.eval import answers
 from memstrata.llm.base import LLM
 from memstrata.memory.system import MemoryOS
+from memstrata.model import MemoryItem
 from memstrata.retrieval.pack import Context
 
 log = logging.getLogger(__name__)
@@ -43,6 +48,8 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (1, 5, 10, 20)
 BUDGETS = (500, 1000, 2000)
 SHORT_ANSWER_WORDS = 4
+#: A derived item citing at most this many turns counts for them in ``recall_fact``.
+FACT_SOURCES = 3
 
 
 def load(path: str | Path) -> list[dict[str, Any]]:
@@ -99,11 +106,28 @@ class Tally:
         }
 
 
-def _context_ids(ctx: Context, sources: bool, external: dict[str, str]) -> set[str]:
+def _context_ids(
+    ctx: Context, external: dict[str, str], credit: Callable[[MemoryItem], bool]
+) -> set[str]:
+    """The dia_ids of the turns in ``ctx``, and of the sources of the derived items ``credit``
+    accepts."""
     ids = {i.external_id for i in ctx.items if i.external_id}
-    if sources:
-        ids |= {external.get(s.item_id or "", "") for i in ctx.items for s in i.sources}
+    ids |= {external.get(s.item_id or "", "") for i in ctx.items if credit(i) for s in i.sources}
     return ids
+
+
+def _no_item(item: MemoryItem) -> bool:
+    return False
+
+
+def _any_item(item: MemoryItem) -> bool:
+    return True
+
+
+def _fact(item: MemoryItem) -> bool:
+    """A derived item small enough to stand for its sources: not a segment summary, at most
+    ``FACT_SOURCES`` sources."""
+    return item.type != "segment" and len(item.sources) <= FACT_SOURCES
 
 
 def evaluate(
@@ -170,9 +194,13 @@ class _Run:
         ranked = [h.item.external_id for h in hits]
         marks = {f"recall@{k}": float(gold <= set(ranked[:k])) for k in KS}
         for b, ctx in packed.items():
-            marks[f"recall@{b}tok"] = float(gold <= _context_ids(ctx, False, external))
-            marks[f"recall_src@{b}tok"] = float(gold <= _context_ids(ctx, True, external))
+            marks[f"recall@{b}tok"] = float(gold <= _context_ids(ctx, external, _no_item))
+            marks[f"recall_src@{b}tok"] = float(gold <= _context_ids(ctx, external, _any_item))
+            marks[f"recall_fact@{b}tok"] = float(gold <= _context_ids(ctx, external, _fact))
         answer = str(qa.get("answer", ""))
+        found = answers.token_recall(answer, packed[1000].text)
+        if found is not None:
+            marks["answer_token_recall@1000tok"] = found
         if answer and len(answer.split()) <= SHORT_ANSWER_WORDS:
             marks["answer_in_context"] = float(answer.lower() in packed[1000].text.lower())
         if self.llm is not None:
@@ -213,12 +241,19 @@ def _p95(values: list[float]) -> float:
 def table(result: dict[str, Any]) -> list[str]:
     """The result as aligned text lines: one row per group, one column per metric."""
     metrics = [f"recall@{k}" for k in KS] + [f"recall@{b}tok" for b in BUDGETS]
-    metrics += [f"recall_src@{b}tok" for b in BUDGETS] + ["answer_in_context"]
+    metrics += [f"recall_src@{b}tok" for b in BUDGETS]
+    metrics += [f"recall_fact@{b}tok" for b in BUDGETS]
+    metrics += ["answer_in_context", "answer_token_recall@1000tok"]
     groups = {"overall": result["overall"], **result["by_category"]}
     metrics += [m for m in ("f1", "bleu1") if m in result["overall"]]
-    lines = ["group        n    " + " ".join(f"{m:>17}" for m in metrics)]
+    widths = [max(17, len(m)) for m in metrics]
+    lines = [
+        "group        n    " + " ".join(f"{m:>{w}}" for m, w in zip(metrics, widths, strict=True))
+    ]
     for name, values in groups.items():
-        cells = " ".join(f"{values.get(m, float('nan')):>17.3f}" for m in metrics)
+        cells = " ".join(
+            f"{values.get(m, float('nan')):>{w}.3f}" for m, w in zip(metrics, widths, strict=True)
+        )
         lines.append(f"{name:<12} {values['questions']:<4} {cells}")
     o = result["overall"]
     lines.append(

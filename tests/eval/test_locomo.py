@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from memstrata.cli import cli
-from memstrata.eval import locomo
+from memstrata.eval import answers, locomo
+from memstrata.model import MemoryItem, Source
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "locomo_mini.json"
 
@@ -36,8 +37,17 @@ def test_eval_locomo_command(tmp_path: Path, tiers: str) -> None:
     data = json.loads(out.read_text())
     overall = data["overall"]
     assert overall["questions"] == 4  # category 5 and empty evidence are skipped
-    for key in ("recall@10", "recall@1000tok", "recall@2000tok", "tokens_per_query"):
-        assert key in overall
+    for key in (
+        "recall@10",
+        "recall@1000tok",
+        "recall@2000tok",
+        "tokens_per_query",
+        "recall_fact@1000tok",
+        "recall_fact@2000tok",
+        "answer_token_recall@1000tok",
+    ):
+        assert key in overall  # fmt: skip
+    assert overall["recall_fact@1000tok"] >= overall["recall@1000tok"]
     assert set(data["by_category"]) == {"multi-hop", "temporal", "open-domain", "single-hop"}
     # six short turns: every evidence turn fits in 1000 tokens, and the cat's name is there
     assert overall["recall@1000tok"] == 1.0 and overall["recall@20"] == 1.0
@@ -51,3 +61,19 @@ def test_not_locomo_data_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["eval", "locomo", "--data", str(bad)])
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1 and "LoCoMo samples" in result.stderr
+
+
+def test_fact_credit_counts_small_derived_items_only() -> None:
+    def item(kind: str, sources: int) -> MemoryItem:
+        cited = [Source(item_id=f"t{n}") for n in range(sources)]
+        return MemoryItem(id="x", cube_id="c", text="-", type=kind, sources=cited)  # type: ignore[arg-type]
+
+    assert locomo._fact(item("fact", 3)) and locomo._fact(item("profile", 1))
+    assert not locomo._fact(item("fact", 4))  # a digest of many turns stands for none of them
+    assert not locomo._fact(item("segment", 2))  # a summary never counts
+
+
+def test_answer_token_recall_counts_content_words() -> None:
+    assert answers.token_recall("7 May 2023", "Caroline went on 7 May 2023.") == 1.0
+    assert answers.token_recall("the pottery class", "she took a class") == 0.5
+    assert answers.token_recall("the", "anything") is None  # no content word to find
