@@ -3,9 +3,15 @@
 A worker claims a task, runs its kind's handler with the lease kept alive by a heartbeat, then
 records the outcome: ``complete``, or ``fail`` with a retry after exponential backoff until the
 task's attempts are used up.  Only the outcome is written, in one statement, so a task is never
-half-marked: a process that dies (or a ``close`` that gives up on a handler) leaves the task
-``running`` under a lease that expires, and the next claim runs it again.  Handlers must therefore
-be idempotent (see ``docs/scheduler.md``).
+half-marked: a process that dies leaves the task ``running`` under a lease that expires, and the
+next claim runs it again; a ``close`` that gives up waiting on a handler releases its task
+(pending again, the attempt not counted).  Handlers must therefore be idempotent (see
+``docs/scheduler.md``).
+
+Logging (``memstrata.scheduler``): a failed attempt that raised a ``MemstrataError`` (an expected
+failure: a conflict with a concurrent write, an endpoint down) is one line, at INFO for a
+``ConflictError``, else WARNING; any other exception is a bug and is logged with its traceback.
+A task that fails for good is one ERROR line.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memstrata.closing import Closing
-from memstrata.errors import ConfigurationError
+from memstrata.errors import ConfigurationError, ConflictError, MemstrataError
 from memstrata.scheduler.heartbeat import Heartbeat
 from memstrata.store.queue import Task, TaskQueue
 
@@ -72,6 +78,10 @@ class Scheduler(Closing):
         self._progress = threading.Condition()  # a task finished → wait()
         self._closing = threading.Event()  # no new claims
         self._closed = False  # no more writes: the store may be closed next
+        # Claims this scheduler holds, and the lock under which a claim is taken, its outcome
+        # written, or (at close) it is released: after close no outcome of ours is written.
+        self._claims: dict[str, Task] = {}
+        self._outcomes = threading.Lock()
         self._inline = threading.local()
         self._dues: list[float] = []  # monotonic times our retries / delayed tasks fall due
         self._dues_lock = threading.Lock()
@@ -151,9 +161,10 @@ class Scheduler(Closing):
     def close(self, timeout: float | None = 10.0) -> None:
         """Stop claiming, let running handlers finish for up to ``timeout`` seconds, and stop.
 
-        A handler still running then is left alone: its outcome is not recorded and its lease is
-        no longer renewed, so the task stays ``running`` until the lease expires and is run again
-        by the next scheduler on this database.  Idempotent.
+        A task whose handler is still running then is released: ``pending`` again and due at
+        once, the attempt not counted, so the next scheduler on this database runs it from the
+        start; the abandoned handler's outcome is not recorded.  Idempotent; never raises for a
+        task it could not release (that one runs again once its lease expires).
         """
         if self._closing.is_set():
             return
@@ -163,15 +174,13 @@ class Scheduler(Closing):
         deadline = None if timeout is None else time.monotonic() + timeout
         for thread in self._threads:
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        self._closed = True
+        with self._outcomes:
+            self._closed = True
+            unfinished = list(self._claims.values())
+            self._claims.clear()
         self._heartbeat.stop()
-        if busy := sum(t.is_alive() for t in self._threads):
-            logger.warning(
-                "%d task handler(s) still running at close; their tasks will run again once "
-                "their lease (%.1f s) expires",
-                busy,
-                self.lease_s,
-            )
+        for task in unfinished:
+            self._release(task)
 
     def retry_delay(self, attempts: int) -> float:
         """Seconds before retrying after failed attempt number ``attempts`` (1 = the first)."""
@@ -207,7 +216,7 @@ class Scheduler(Closing):
 
     def _run_one(self) -> bool:
         """Claim and run one task; False when none was due."""
-        task = self.queue.claim(self.lease_s)
+        task = self._claim()
         if task is None:
             return False
         handler = self._handlers.get(task.kind)
@@ -216,55 +225,68 @@ class Scheduler(Closing):
                 f"no handler registered for task kind {task.kind!r}",
                 hint="register one with Scheduler.register(kind, handler)",
             )
-            self._record(task, describe(unknown), retry_in_s=None)
+            self._finish(task, unknown, retry_in_s=None)
             return True
-        error = self._call(handler, task)
-        if error is None:
-            self._record(task, None, retry_in_s=None)
+        with self._heartbeat.hold(task):
+            failure = _call(handler, task)
+        if failure is None or task.attempts >= task.max_attempts:
+            self._finish(task, failure, retry_in_s=None)
         else:
-            retry = None if task.attempts >= task.max_attempts else self.retry_delay(task.attempts)
-            self._record(task, error, retry_in_s=retry)
+            self._finish(task, failure, retry_in_s=self.retry_delay(task.attempts))
         return True
 
-    def _call(self, handler: Handler, task: Task) -> str | None:
-        """Run ``handler`` under a heartbeat; the failure's text, or None on success."""
-        with self._heartbeat.hold(task):
-            try:
-                handler(task)
-            except Exception as exc:
-                # The handler's edge: any failure of task code is this attempt's outcome.
-                # BaseException (KeyboardInterrupt, SystemExit) passes: the task stays running
-                # under its lease and is re-claimed, exactly as if the process had died.
-                logger.warning(
-                    "task %s (%s) attempt %d/%d failed",
-                    task.task_id, task.kind, task.attempts, task.max_attempts, exc_info=exc,
-                )  # fmt: skip
-                return describe(exc)
-        return None
+    def _claim(self) -> Task | None:
+        """Claim a due task unless closing; our own running tasks are never re-claimed here,
+        however late their heartbeat (the queue's ``skip``)."""
+        with self._outcomes:
+            if self._closing.is_set():
+                return None
+            task = self.queue.claim(self.lease_s, skip=tuple(self._claims))
+            if task is not None:
+                self._claims[task.task_id] = task
+        return task
 
-    def _record(self, task: Task, error: str | None, *, retry_in_s: float | None) -> None:
-        """Write the outcome of ``task``'s current claim (skipped once closed)."""
-        if self._closed:
-            logger.info(
-                "scheduler closed: task %s stays running until its lease expires", task.task_id
-            )
-            return
-        if error is None:
-            kept = self.queue.complete(task.task_id, attempt=task.attempts)
-        else:
-            kept = self.queue.fail(task.task_id, error, retry_in_s, attempt=task.attempts)
-            if retry_in_s is None:
-                logger.error("task %s (%s) failed for good: %s", task.task_id, task.kind, error)
-            else:
-                self._expect(retry_in_s)
-        if not kept:
+    def _finish(self, task: Task, failure: Exception | None, *, retry_in_s: float | None) -> None:
+        """Write the outcome of ``task``'s claim, unless ``close`` has released it meanwhile."""
+        error = None if failure is None else describe(failure)
+        kept = False
+        with self._outcomes:
+            released = self._closed
+            if not released:
+                self._claims.pop(task.task_id, None)  # even if the write fails: the lease runs out
+                if error is None:
+                    kept = self.queue.complete(task.task_id, attempt=task.attempts)
+                else:
+                    kept = self.queue.fail(task.task_id, error, retry_in_s, attempt=task.attempts)
+        if released:
+            _log_after_close(task, error)
+        elif not kept:
             logger.warning(
                 "task %s lost its claim (attempt %d) before finishing; its outcome is dropped",
                 task.task_id,
                 task.attempts,
             )
+        elif failure is not None:
+            _log_failure(task, failure, retry_in_s)
+            self._expect(retry_in_s or 0.0)
         with self._progress:
             self._progress.notify_all()
+
+    def _release(self, task: Task) -> None:
+        """Give ``task`` back at close, unfinished; a failure to do so is logged, not raised."""
+        try:
+            released = self.queue.release(task.task_id, attempt=task.attempts)
+        except MemstrataError as exc:
+            logger.warning(
+                "could not release task %s (%s) at close: %s; it runs again once its lease "
+                "expires", task.task_id, task.kind, exc,
+            )  # fmt: skip
+            return
+        if released:
+            logger.info(
+                "task %s (%s) was still running at close: released, it runs again on the next "
+                "start", task.task_id, task.kind,
+            )  # fmt: skip
 
     def _expect(self, delay_s: float) -> None:
         """Note that a task of ours becomes due in ``delay_s`` seconds (so ``wait`` wakes then)."""
@@ -282,6 +304,46 @@ class Scheduler(Closing):
             if self._dues:
                 pause = min(pause, self._dues[0] - now)
         return pause
+
+
+def _call(handler: Handler, task: Task) -> Exception | None:
+    """Run ``handler`` on ``task``; the exception it raised, or None."""
+    try:
+        handler(task)
+    except Exception as exc:
+        # The handler's edge: any failure of task code is this attempt's outcome.
+        # BaseException (KeyboardInterrupt, SystemExit) passes: the task stays running under its
+        # lease and is re-claimed, exactly as if the process had died.
+        return exc
+    return None
+
+
+def _log_failure(task: Task, failure: Exception, retry_in_s: float | None) -> None:
+    """One line for an expected failure (a ``MemstrataError``), a traceback for any other."""
+    expected = isinstance(failure, MemstrataError)
+    trace = None if expected else failure
+    if retry_in_s is None:
+        logger.error(
+            "task %s (%s) failed for good after %d attempt(s): %s",
+            task.task_id, task.kind, task.attempts, describe(failure), exc_info=trace,
+        )  # fmt: skip
+        return
+    level = logging.INFO if isinstance(failure, ConflictError) else logging.WARNING
+    logger.log(
+        level,
+        "task %s (%s) attempt %d/%d failed, retried in %g s: %s",
+        task.task_id, task.kind, task.attempts, task.max_attempts, retry_in_s, describe(failure),
+        exc_info=trace,
+    )  # fmt: skip
+
+
+def _log_after_close(task: Task, error: str | None) -> None:
+    """The end of a handler that ``close`` gave up on (its task was released): one line."""
+    ending = "finished" if error is None else f"stopped ({error})"
+    logger.info(
+        "task %s (%s) %s after the scheduler closed; it was released and runs again",
+        task.task_id, task.kind, ending,
+    )  # fmt: skip
 
 
 def _check_settings(

@@ -13,13 +13,15 @@ sharing a database must share a clock (they share a machine or NTP).  Durations 
 ``delay_s``, ``retry_in_s``) are seconds.
 
 Claims are fenced by the attempt number: ``claim`` returns the task with ``attempts`` already
-incremented, and ``renew``/``complete``/``fail`` given ``attempt=task.attempts`` act only while that
-claim is still the current one, so a worker whose lease expired and was re-claimed elsewhere cannot
-finish or fail the new run.
+incremented, and ``renew``/``complete``/``fail``/``release`` given ``attempt=task.attempts`` act only
+while that claim is still the current one, so a worker whose lease expired and was re-claimed
+elsewhere cannot finish or fail the new run.  ``release`` gives the attempt back (the next claim
+has the same number), so a caller that releases a claim must not use it again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
@@ -81,7 +83,7 @@ class TaskQueue(Protocol):
         """
         ...
 
-    def claim(self, lease_s: float) -> Task | None:
+    def claim(self, lease_s: float, *, skip: Collection[str] = ()) -> Task | None:
         """Atomically take one due task, or ``None`` when none is due.
 
         The candidates are ``running`` tasks whose lease has expired (their worker died; these go
@@ -89,7 +91,8 @@ class TaskQueue(Protocol):
         The claimed task becomes ``running`` with ``attempts + 1`` and a lease of ``lease_s``
         seconds.  An expired task that has used all its attempts is marked ``failed`` instead, so
         a task that kills its worker every time cannot loop forever.  Two callers never get the
-        same claim.
+        same claim.  ``skip`` names tasks the caller is running itself: it knows they are alive,
+        so they are neither taken nor failed when their lease has run out (a late heartbeat).
         """
         ...
 
@@ -121,6 +124,14 @@ class TaskQueue(Protocol):
         With ``retry_in_s`` and attempts left, the task goes back to ``pending``, due in that many
         seconds; otherwise it is ``failed`` for good.  False, and nothing changed, when it is not
         running (under claim ``attempt``, when given).
+        """
+        ...
+
+    def release(self, task_id: str, *, attempt: int | None = None) -> bool:
+        """Give a running task back unfinished (its worker is stopping): ``pending`` again, due now,
+        its lease cleared, its last error kept, and this claim not counted as an attempt.
+
+        False, and nothing changed, when it is not running (under claim ``attempt``, when given).
         """
         ...
 

@@ -251,29 +251,34 @@ def test_three_workers_run_each_task_exactly_once(queue: SQLiteTaskQueue) -> Non
     assert {t.status for t in queue.tasks(limit=100)} == {"done"}
 
 
-def test_close_while_a_task_runs_leaves_it_reclaimable(queue: SQLiteTaskQueue) -> None:
+def test_close_while_a_task_runs_releases_it_for_the_next_scheduler(
+    queue: SQLiteTaskQueue,
+) -> None:
     started, release = threading.Event(), threading.Event()
 
     def blocking(task: Task) -> None:
         started.set()
         release.wait(5)
 
-    scheduler = Scheduler(queue, workers=1, lease_s=0.3, poll_s=0.02)
+    scheduler = Scheduler(queue, workers=1, lease_s=30, poll_s=0.02)
     scheduler.register("blocking", blocking)
     scheduler.start()
     task_id = scheduler.submit("blocking", {})
     assert started.wait(2)
     scheduler.close(timeout=0.05)
+    task = queue.get(task_id)  # given back at once: no waiting for its 30 s lease
+    assert task is not None and task.lease_until is None
+    assert (task.status, task.attempts) == ("pending", 0)
     release.set()  # the abandoned handler now returns; its outcome must not be written
     for thread in scheduler._threads:
         thread.join(2)
     task = queue.get(task_id)
-    assert task is not None and (task.status, task.attempts) == ("running", 1)
+    assert task is not None and (task.status, task.attempts) == ("pending", 0)
     with Scheduler(queue, workers=0, poll_s=0.05) as again:
         again.register("blocking", lambda task: None)
         assert again.wait(timeout=2)
     task = queue.get(task_id)
-    assert task is not None and (task.status, task.attempts) == ("done", 2)
+    assert task is not None and (task.status, task.attempts) == ("done", 1)
 
 
 # -- across processes -----------------------------------------------------------------------

@@ -12,6 +12,7 @@ import json
 import math
 import sqlite3
 import time
+from collections.abc import Collection
 from datetime import datetime, timezone
 from typing import Any, cast
 
@@ -28,21 +29,22 @@ _COLUMNS = (
 # Expired leases first (their worker is gone and they have waited longest), then the pending task
 # due longest ago.  Two scalar subqueries rather than one OR, so each walks ``tasks_ready``
 # (status, run_after); ``run_after <= :now`` always holds for a running task and is there for that.
+# ``:skip`` (a JSON array) holds the caller's own running tasks: alive, whatever their lease says.
+_EXPIRED = """status = 'running' AND run_after <= :now AND lease_until <= :now
+    AND task_id NOT IN (SELECT value FROM json_each(:skip))"""
 _CLAIM = f"""
 UPDATE tasks SET status = 'running', attempts = attempts + 1, lease_until = :lease_until,
     updated_at = :now
 WHERE task_id = coalesce(
-    (SELECT task_id FROM tasks WHERE status = 'running' AND run_after <= :now
-        AND lease_until <= :now ORDER BY run_after LIMIT 1),
+    (SELECT task_id FROM tasks WHERE {_EXPIRED} ORDER BY run_after LIMIT 1),
     (SELECT task_id FROM tasks WHERE status = 'pending' AND run_after <= :now
         ORDER BY run_after LIMIT 1))
 RETURNING {_COLUMNS}
 """
-_EXHAUSTED = """
+_EXHAUSTED = f"""
 UPDATE tasks SET status = 'failed', lease_until = NULL, updated_at = :now,
     error = coalesce(error || ' | ', '') || :error
-WHERE status = 'running' AND run_after <= :now AND lease_until <= :now
-    AND attempts >= max_attempts
+WHERE {_EXPIRED} AND attempts >= max_attempts
 """
 _LOST_WORKER = (
     "LeaseExpired: the worker running the last attempt stopped (killed or hung) before finishing"
@@ -88,12 +90,14 @@ class SQLiteTaskQueue:
             )
         return task_id
 
-    def claim(self, lease_s: float) -> Task | None:
+    def claim(self, lease_s: float, *, skip: Collection[str] = ()) -> Task | None:
         _check_positive("lease_s", lease_s)
         now = time.time()
+        skipped = json.dumps(list(skip))
         with self.store.transaction() as conn:
-            conn.execute(_EXHAUSTED, {"now": now, "error": _LOST_WORKER})
-            row = conn.execute(_CLAIM, {"now": now, "lease_until": now + lease_s}).fetchone()
+            conn.execute(_EXHAUSTED, {"now": now, "error": _LOST_WORKER, "skip": skipped})
+            params = {"now": now, "lease_until": now + lease_s, "skip": skipped}
+            row = conn.execute(_CLAIM, params).fetchone()
         return None if row is None else _task(row)
 
     def renew(self, task_id: str, lease_s: float, *, attempt: int | None = None) -> bool:
@@ -133,6 +137,14 @@ class SQLiteTaskQueue:
         )
         params = [retry_at, retry_at, truncate_error(error), now]
         return self._update_running(task_id, attempt, assignments, params)
+
+    def release(self, task_id: str, *, attempt: int | None = None) -> bool:
+        now = time.time()
+        assignments = (
+            "status = 'pending', attempts = attempts - 1, run_after = ?, lease_until = NULL, "
+            "updated_at = ?"
+        )
+        return self._update_running(task_id, attempt, assignments, [now, now])
 
     def get(self, task_id: str) -> Task | None:
         sql = f"SELECT {_COLUMNS} FROM tasks WHERE task_id = ?"
