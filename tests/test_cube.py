@@ -27,6 +27,7 @@ from memstrata import MemoryItem, MemoryOS
 from memstrata.cli import cli
 from memstrata.embed import fingerprint
 from memstrata.errors import (
+    AdminRequired,
     AlreadyExists,
     ConfigurationError,
     CubeNotFound,
@@ -102,9 +103,11 @@ def build(mos: MemoryOS, folder: Path) -> str:
 
 @pytest.fixture
 def other(tmp_path: Path) -> Iterator[MemoryOS]:
-    """A second, empty database with user ``ann``."""
+    """A second, empty database with user ``ann`` and administrator ``root`` (whose imports are
+    restores: ids and authorship kept; ann's own are copies, see tests/test_import_identity.py)."""
     with MemoryOS.open(str(tmp_path / "other.db"), workers=0) as m:
         m.create_user("ann")
+        m.create_user("root", role="admin")
         yield m
 
 
@@ -275,13 +278,13 @@ def test_an_empty_cube_round_trips(mos: MemoryOS, other: MemoryOS, tmp_path: Pat
 def test_import_then_export_round_trips_to_identical_files(
     mos: MemoryOS, other: MemoryOS, cube: str, tmp_path: Path
 ) -> None:
-    """With kept ids and the same owner, the re-export equals the export byte for byte, except
-    ``exported_at``, and the one ``import`` event the import appends (with the count and
-    checksum of events.jsonl that follow from it)."""
+    """Restored by an administrator with kept ids and the same owner, the re-export equals the
+    export byte for byte, except ``exported_at``, and the one ``import`` event the import
+    appends (with the count and checksum of events.jsonl that follow from it)."""
     first, second = tmp_path / "first", tmp_path / "second"
     mos.export(cube, first, user_id="ann")
     mos.export(cube, tmp_path / "first.tar.gz", user_id="ann")
-    imported = other.import_cube(tmp_path / "first.tar.gz", owner="ann")
+    imported = other.import_cube(tmp_path / "first.tar.gz", owner="ann", by="root")
     assert (imported.cube_id, imported.owner, imported.kind) == ("notes", "ann", "agent")
     other.export("notes", second, user_id="ann")
 
@@ -292,10 +295,11 @@ def test_import_then_export_round_trips_to_identical_files(
     new_events = (second / "events.jsonl").read_bytes()
     assert new_events.startswith(old_events)
     (added,) = lines(second / "events.jsonl")[len(lines(first / "events.jsonl")) :]
-    assert (added["op"], added["actor"], added["item_id"]) == ("import", "ann", None)
+    assert (added["op"], added["actor"], added["item_id"]) == ("import", "root", None)
     assert added["after"] == {
         "from_cube_id": "notes", "format_version": 1, "items": manifest(first)["counts"]["items"],
-        "ids": "kept", "reembedded": False,
+        "ids": "kept", "reembedded": False, "claims": "kept", "other_users": ["ann"],
+        "other_user_count": 1,
     }  # fmt: skip
     a, b = manifest(first), manifest(second)
     assert b["counts"]["events"] == a["counts"]["events"] + 1
@@ -310,7 +314,7 @@ def test_an_imported_cube_works_like_the_original(
 ) -> None:
     mos.export(cube, tmp_path / "out", user_id="ann")
     other.create_user("bob")
-    other.import_cube(tmp_path / "out", owner="ann")
+    other.import_cube(tmp_path / "out", owner="ann", by="root")
     assert other.store.permission("notes", "ann") == "admin"
     assert other.store.permission("notes", "bob") is None  # grants are not imported
     edited = next(i for i in mos.list_memories(cube, user_id="ann") if i.text.startswith("I still"))
@@ -330,9 +334,12 @@ def test_an_imported_cube_works_like_the_original(
 def test_import_with_new_ids_rewrites_every_reference(
     mos: MemoryOS, cube: str, tmp_path: Path
 ) -> None:
+    """(An administrator's import, so that ids are all that changes: see test_import_identity
+    for what anyone else's import changes.)"""
     first, copy = tmp_path / "first", tmp_path / "copy"
+    mos.create_user("root", role="admin")
     mos.export(cube, first, user_id="ann")
-    imported = mos.import_cube(first, owner="bob", keep_ids=False)
+    imported = mos.import_cube(first, owner="bob", by="root", keep_ids=False)
     assert imported.cube_id != cube and imported.owner == "bob"
     mos.export(imported.cube_id, copy, user_id="bob")
     old = [i["id"] for i in lines(first / "items.jsonl")]
@@ -372,12 +379,15 @@ def test_import_with_new_ids_rewrites_every_reference(
 
 
 def test_taken_ids_are_refused_and_change_nothing(mos: MemoryOS, cube: str, tmp_path: Path) -> None:
+    """An administrator's restore keeps ids, so a taken one is refused (and named: an
+    administrator may read every event, ids included)."""
+    mos.create_user("root", role="admin")
     mos.export(cube, tmp_path / "out", user_id="ann")
     before = counts(mos)
     with pytest.raises(AlreadyExists, match="cube 'notes'"):
         mos.import_cube(tmp_path / "out", owner="ann")
-    with pytest.raises(AlreadyExists, match="remap-ids"):  # new cube id, but the items' are taken
-        mos.import_cube(tmp_path / "out", owner="ann", cube_id="copy")
+    with pytest.raises(AlreadyExists, match="item '.*remap-ids"):  # new cube id, taken items
+        mos.import_cube(tmp_path / "out", owner="ann", by="root", cube_id="copy")
     assert counts(mos) == before
     assert not (tmp_path / "memory.db.artifacts").exists()
 
@@ -387,6 +397,10 @@ def test_import_checks_its_arguments(mos: MemoryOS, cube: str, tmp_path: Path) -
     before = counts(mos)
     with pytest.raises(UserNotFound):
         mos.import_cube(tmp_path / "out", owner="nobody", keep_ids=False)
+    with pytest.raises(UserNotFound):
+        mos.import_cube(tmp_path / "out", owner="ann", by="nobody", keep_ids=False)
+    with pytest.raises(AdminRequired):  # only an administrator imports for someone else
+        mos.import_cube(tmp_path / "out", owner="ann", by="bob", keep_ids=False)
     with pytest.raises(ValidationError):
         mos.import_cube(tmp_path / "out", owner="ann", cube_id="../bad")
     with pytest.raises(ValidationError):
@@ -417,7 +431,7 @@ def test_another_embedder_is_refused_unless_reembed(
     with pytest.raises(ConfigurationError, match="other-model/8"):
         other.import_cube(tmp_path / "out", owner="ann")
     assert counts(other) == before
-    imported = other.import_cube(tmp_path / "out", owner="ann", reembed=True)
+    imported = other.import_cube(tmp_path / "out", owner="ann", by="root", reembed=True)
     assert imported.embedder == fingerprint(other.embedder)
     ids = json.loads((tmp_path / "out" / "vectors.ids.json").read_text())
     items = other.store.get_items(ids)
@@ -446,7 +460,7 @@ def test_the_memcube_written_by_another_tool_in_the_docs_imports(
     (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "docs/memcube.md", "exec"), {})
-    imported = other.import_cube(tmp_path / "facts-memcube", owner="ann")
+    imported = other.import_cube(tmp_path / "facts-memcube", owner="ann", by="root")
     assert imported.settings == {} and imported.embedder == fingerprint(other.embedder)
     (stored,) = other.list_memories("facts", user_id="ann")
     assert (stored.id, stored.text, stored.keywords) == ("fact-1", "Ann lives in Porto", [])

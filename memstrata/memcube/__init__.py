@@ -11,10 +11,12 @@ A MemCube is a directory, or a gzipped tar of that directory's files::
     artifacts/NAME     the artifacts' files (only when there are artifacts)
 
 This package converts between those files and model objects (``records``), writes and reads
-them (``files``, checking each field with ``fields``) and moves a cube to new ids (``remap``).  It never touches a database (see
-the store's ``ArchiveStore`` methods) and never unpickles.
+them (``files``, checking each field with ``fields``), moves a cube to new ids (``remap``) and
+gives the users it names to an importer, keeping what it said as provenance (``claims``).  It
+never touches a database (see the store's ``ArchiveStore`` methods) and never unpickles.
 """
 
+from memstrata.memcube.claims import ORIGIN, named_users, reclaim
 from memstrata.memcube.fields import ID_PATTERN
 from memstrata.memcube.files import open_cube, write_cube
 from memstrata.memcube.records import (
@@ -33,11 +35,14 @@ __all__ = [
     "FORMAT_VERSION",
     "ID_PATTERN",
     "ITEM_FIELDS",
+    "ORIGIN",
     "Artifact",
     "Manifest",
     "MemCube",
     "Vectors",
+    "named_users",
     "open_cube",
+    "reclaim",
     "rehome",
     "write_cube",
 ]

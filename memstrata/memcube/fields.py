@@ -97,11 +97,14 @@ class Fields:
         text = value[:-1] + "+00:00" if isinstance(value, str) and value.endswith("Z") else value
         try:
             parsed = datetime.fromisoformat(text) if isinstance(text, str) else None
-        except ValueError:
-            parsed = None
-        if parsed is None or parsed.tzinfo is None:
+            utc = (
+                None if parsed is None or parsed.tzinfo is None else parsed.astimezone(timezone.utc)
+            )
+        except (ValueError, OverflowError):  # overflow: a zone pushes it past year 1 or 9999
+            utc = None
+        if utc is None:
             self.fail(key, "an ISO 8601 time with a time zone, e.g. 2024-05-08T13:56:00.000000Z")
-        return parsed.astimezone(timezone.utc)
+        return utc
 
     def time(self, key: str) -> datetime:
         value = self.optional_time(key)

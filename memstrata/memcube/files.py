@@ -81,7 +81,7 @@ def write_cube(
             else:
                 _publish_dir(staging, target)
     except OSError as exc:
-        raise MemCubeError(f"cannot write a MemCube at {target}: {exc}") from exc
+        raise MemCubeError(f"cannot write a MemCube at {target}: {_why(exc)}") from exc
     return manifest
 
 
@@ -146,9 +146,9 @@ def _copy_artifacts(artifacts: Sequence[Artifact], root: Path) -> list[str]:
         try:
             shutil.copyfile(artifact.path, root / name)
         except OSError as exc:
-            raise MemCubeError(
-                f"cannot read the file of artifact {artifact.artifact_id!r} at {artifact.path}: "
-                f"{exc.strerror or exc}"
+            raise MemCubeError(  # the file's name only: where the database lives is private
+                f"cannot read the file of artifact {artifact.artifact_id!r} "
+                f"({artifact.path.name}): {_why(exc)}"
             ) from exc
         names.append(name)
     return names
@@ -260,7 +260,9 @@ def _unpack(archive: Path, root: Path) -> None:
                         )
                     _copy_member(tar, member, root / name, root)
         except _UNREADABLE as exc:
-            raise MemCubeError(f"{archive} cannot be read to the end: {exc}", hint=hint) from exc
+            raise MemCubeError(
+                f"{archive} cannot be read to the end: {_why(exc)}", hint=hint
+            ) from exc
 
 
 def _copy_member(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, root: Path) -> None:
@@ -309,7 +311,7 @@ def _list_files(root: Path) -> set[str]:
             path = root / name
             if path.is_symlink() or not path.is_file() or not records.known_file(name):
                 raise MemCubeError(
-                    f"{root}: unexpected entry {name!r}",
+                    f"unexpected entry {name!r} in the MemCube",
                     hint="a MemCube holds only the files its cube.json lists (no links)",
                 )
             found.add(name)
@@ -353,7 +355,7 @@ def _read_manifest(root: Path) -> Manifest:
     try:
         raw = json.loads((root / MANIFEST).read_text(encoding="utf-8"), parse_constant=_constant)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise MemCubeError(f"{MANIFEST} is missing or not valid JSON: {exc}") from exc
+        raise MemCubeError(f"{MANIFEST} is missing or not valid JSON: {_why(exc)}") from exc
     return records.manifest_from_record(raw)
 
 
@@ -389,6 +391,14 @@ def _read_lines(path: Path, name: str) -> Iterator[tuple[str, Any]]:
                 raise MemCubeError(f"{where} is not valid JSON: {exc}") from exc
 
 
+def _why(exc: BaseException) -> str:
+    """What went wrong, without the paths an ``OSError`` names: a MemCube is read from a
+    temporary folder, and a server's folders are none of its client's business."""
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    return str(exc)
+
+
 def _constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
@@ -396,8 +406,8 @@ def _constant(name: str) -> NoReturn:
 def _read_ids(path: Path) -> list[str]:
     try:
         ids = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise MemCubeError(f"{VECTOR_IDS} is not valid JSON: {exc}") from exc
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise MemCubeError(f"{VECTOR_IDS} is not valid JSON: {_why(exc)}") from exc
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise MemCubeError(f"{VECTOR_IDS} must be a JSON array of item ids")
     return cast(list[str], ids)
@@ -423,7 +433,7 @@ def _read_vectors(path: Path, rows: int, dim: int) -> Vectors:
             source.seek(0)
             matrix = np.load(source, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
-        raise MemCubeError(f"{VECTORS} is not a usable vector matrix: {exc}") from exc
+        raise MemCubeError(f"{VECTORS} is not a usable vector matrix: {_why(exc)}") from exc
     if not np.isfinite(matrix).all():
         raise MemCubeError(f"{VECTORS} holds NaN or infinite values")
     return np.ascontiguousarray(matrix, dtype=np.float32)

@@ -139,8 +139,13 @@ class Manifest:
 
 
 def iso(when: datetime) -> str:
-    """A time as written in a MemCube: UTC, microseconds, ``Z`` (``2024-05-08T13:56:00.000000Z``)."""
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """A time as written in a MemCube: UTC, microseconds, ``Z`` (``2024-05-08T13:56:00.000000Z``).
+
+    The year always has four digits (``0099-…``), as ISO 8601 and ``datetime.fromisoformat``
+    want: ``strftime("%Y")`` writes years before 1000 with fewer on some platforms.
+    """
+    utc = when.astimezone(timezone.utc)
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%f}Z"
 
 
 def _iso_or_none(when: datetime | None) -> str | None:

@@ -1,7 +1,8 @@
 """MemCube export and import (``MemoryOS.export`` and ``import_cube``, after their grant checks).
 
 The format lives in ``memstrata.memcube`` and the rows behind the store's interchange methods;
-this module decides which ids an import gets, checks the cube's settings, re-embeds when asked,
+this module decides which ids an import gets and whose names it may keep (an administrator's
+import is a restore, anyone else's a copy), checks the cube's settings, re-embeds when asked,
 and places the artifacts' files.
 """
 
@@ -21,14 +22,19 @@ from memstrata.memcube import (
     Artifact,
     Manifest,
     MemCube,
+    named_users,
     open_cube,
+    reclaim,
     rehome,
     write_cube,
 )
-from memstrata.model import Cube, new_id
+from memstrata.model import Cube, User, new_id, utcnow
 from memstrata.store.base import Store
 from memstrata.text import embedding_text
 from memstrata.tiers.settings import TierSettings
+
+#: How many of the other users a MemCube names the ``import`` event lists (it counts them all).
+MAX_NAMED = 100
 
 
 def export_cube(store: Store, cube_id: str, path: str | os.PathLike[str]) -> Manifest:
@@ -49,6 +55,7 @@ def import_cube(
     path: str | os.PathLike[str],
     *,
     owner: str,
+    importer: User,
     cube_id: str | None = None,
     keep_ids: bool = True,
     reembed: bool = False,
@@ -56,12 +63,21 @@ def import_cube(
     """Import the MemCube at ``path`` (directory or tar) as a new cube; returns the cube.
 
     ``owner`` (an existing user) owns it with ``admin``; the source's grants are not imported.
-    Ids: with ``keep_ids`` items and artifacts keep theirs (``AlreadyExists`` if one is stored
-    already); without, each gets a new id, in the same order, and every reference follows
-    (see ``memstrata.memcube.rehome``).  The cube id is ``cube_id`` if given, else the exported
-    one with ``keep_ids``, else a new one; ``AlreadyExists`` if it is taken.  Everything else
-    (texts, times, user ids, versions, events with their actors and times) is kept as exported;
-    one ``import`` event is added.
+    ``importer`` is who asks (the owner, or an administrator importing for the owner).
+
+    An administrator's import is a restore: the MemCube's claims (the items' ``user_id``, the
+    actors of versions and events) are kept, and with ``keep_ids`` items and artifacts keep
+    their ids (``AlreadyExists`` names one that is stored already: an administrator may read
+    every event, ids included).  Anyone else's import is a copy: every user the MemCube names
+    other than the importer becomes the importer, what it said kept in the items'
+    ``metadata["origin"]`` (``memstrata.memcube.reclaim``), and items and artifacts always get
+    new ids, whatever ``keep_ids`` says: ids are global, so keeping them would answer "already
+    stored" for an id in a cube the importer cannot read.  New ids come in the same order, and
+    every reference follows (``memstrata.memcube.rehome``).  The cube id is ``cube_id`` if given,
+    else the exported one (a new one when ``keep_ids`` is false); ``AlreadyExists`` if it is
+    taken (cube ids are names anyone may try, as ``create_cube`` does).  Everything else (texts,
+    times, versions, events with their times) is kept as exported; one ``import`` event, by the
+    importer, says what was done (``ids``, ``claims`` kept or rewritten, the other users named).
 
     Vectors are imported as they are when the MemCube's embedder fingerprint is this
     MemoryOS's (or it has none); otherwise ``ConfigurationError``, unless ``reembed``, which
@@ -88,7 +104,11 @@ def import_cube(
                 hint="import it with reembed=True (memstrata import --reembed), or open "
                 "memstrata with the embedder that made it",
             )
-        data = _rehomed(source, owner, cube_id, keep_ids)
+        restore = importer.role == "admin"
+        others = sorted(named_users(source) - {importer.user_id})
+        claimed = source if restore else reclaim(source, importer.user_id, at=utcnow())
+        target = cube_id or (source.cube.cube_id if keep_ids else new_id())
+        data = _rehomed(claimed, owner, target, keep_ids and restore)
         _check_settings(data)
         store.check_free(data)
         if reembed:
@@ -99,12 +119,16 @@ def import_cube(
             store.insert_cube(
                 data,
                 artifact_paths={k: v[0] for k, v in placed.items()},
+                actor=importer.user_id,
                 note={
                     "from_cube_id": source.cube.cube_id,
                     "format_version": FORMAT_VERSION,
                     "items": len(data.items),
-                    "ids": "kept" if keep_ids else "new",
+                    "ids": "kept" if keep_ids and restore else "new",
                     "reembedded": reembed,
+                    "claims": "kept" if restore else "rewritten",
+                    "other_users": others[:MAX_NAMED],
+                    "other_user_count": len(others),
                 },
             )
         except BaseException:
@@ -124,9 +148,8 @@ def _check_settings(data: MemCube) -> None:
         raise MemCubeError(f"cube.json cube settings: {exc.message}", hint=exc.hint) from exc
 
 
-def _rehomed(source: MemCube, owner: str, cube_id: str | None, keep_ids: bool) -> MemCube:
-    """``source`` with its new cube id and owner, and new item/artifact ids unless kept."""
-    target = cube_id or (source.cube.cube_id if keep_ids else new_id())
+def _rehomed(source: MemCube, owner: str, target: str, keep_ids: bool) -> MemCube:
+    """``source`` as cube ``target`` of ``owner``, with new item/artifact ids unless kept."""
     if keep_ids:
         return rehome(source, cube_id=target, owner=owner)
     # new_id() increases within a process, so sorted old ids give new ids in the same order.
@@ -167,7 +190,11 @@ def _place_artifacts(store: Store, data: MemCube) -> dict[str, tuple[str, Path]]
                 shutil.copyfileobj(content, out)
     except OSError as exc:
         _remove([file for _, file in placed.values()])
-        raise MemCubeError(f"cannot store the artifacts' files in {folder}: {exc}") from exc
+        where = folder.relative_to(base).as_posix()  # not the full path: a server's is private
+        raise MemCubeError(
+            f"cannot store the artifacts' files in {where}, beside the database: "
+            f"{exc.strerror or type(exc).__name__}"
+        ) from exc
     return placed
 
 

@@ -6,8 +6,13 @@ The store removes the content (``Store.erase_items``); this module decides the s
 * a session of a cube (``session_id`` with ``cube_id``; needs ``write``);
 * a whole cube (``cube_id`` alone; needs ``admin``): the cube and every row of it go, its events
   stay as tombstones;
-* a data subject (``subject_user_id``): every item that user added, in every cube; asked by
+* a data subject (``subject_user_id``): every item that user added (its ``user_id``); asked by
   that user or by an administrator (by that user only, when ``own_data_only``: how agents erase).
+  An administrator's reaches every cube; the user's own reaches only the cubes they may write
+  (``write`` or ``admin``), where they could erase any item one by one anyway, so that an item
+  that merely claims them (a cube someone else filled) is never theirs to erase.  ``cube_id``
+  narrows it to one cube (the user needs ``write`` on it).  Each cube that lost items records
+  one ``erase_subject`` event besides the items' own ``erase`` events.
 
 Derived items follow their sources: a fact, profile entry, preference, knowledge item or segment
 that cites an erased item is erased too (its text was made from the erased words), and so on
@@ -19,10 +24,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from memstrata.errors import AdminRequired, OwnDataOnly, ValidationError
+from memstrata.errors import AdminRequired, CubeNotFound, OwnDataOnly, ValidationError
 from memstrata.filters import Filters
 from memstrata.memory.access import Access
-from memstrata.model import STATUSES
+from memstrata.model import STATUSES, permits
 from memstrata.store.base import Store
 
 #: Types made from other items, which name them in ``sources``.
@@ -66,28 +71,45 @@ def erase(
         session = Filters(session_id=session_id, statuses=STATUSES)
         found = {cube_id: [i.id for i in store.list_items(cube_id, session)]}
     elif subject is not None:
-        _check_subject(access, user_id, subject, own_data_only)
-        found = _by_subject(store, subject, cube_id)
+        cube_ids = _subject_cubes(store, access, user_id, subject, cube_id, own_data_only)
+        found = _by_subject(store, subject, cube_ids)
     else:
         assert cube_id is not None
         access.cube(user_id, cube_id, "admin")
         return store.delete_cube(cube_id, user_id)
     ids = [i for cube, direct in found.items() for i in _with_derived(store, cube, direct)]
-    return store.erase_items(ids, user_id, reason)
+    return store.erase_items(ids, user_id, reason, subject=subject)
 
 
-def _check_subject(access: Access, user_id: str, subject: str, own_data_only: bool) -> None:
-    """Pass when ``user_id`` may erase everything ``subject`` added."""
+def _subject_cubes(
+    store: Store,
+    access: Access,
+    user_id: str,
+    subject: str,
+    cube_id: str | None,
+    own_data_only: bool,
+) -> list[str]:
+    """The cubes a subject erasure by ``user_id`` reaches (see the module docstring)."""
     if own_data_only and subject != user_id:
         raise OwnDataOnly(user_id)
     access.user(subject)
-    if user_id != subject and access.user(user_id).role != "admin":
+    administrator = access.user(user_id).role == "admin"
+    if user_id != subject and not administrator:
         raise AdminRequired(user_id)
+    if cube_id is not None:
+        if not administrator:
+            access.cube(user_id, cube_id, "write")
+        elif store.get_cube(cube_id) is None:
+            raise CubeNotFound(cube_id)
+        return [cube_id]
+    held = store.cubes_with_items_of(subject)
+    if administrator:
+        return held
+    return [c for c in held if permits(store.permission(c, user_id), "write")]
 
 
-def _by_subject(store: Store, subject: str, cube_id: str | None) -> dict[str, list[str]]:
-    """Per cube, the items ``subject`` added (in ``cube_id`` only, when given)."""
-    cube_ids = [cube_id] if cube_id is not None else store.cubes_with_items_of(subject)
+def _by_subject(store: Store, subject: str, cube_ids: list[str]) -> dict[str, list[str]]:
+    """Per cube of ``cube_ids``, the items ``subject`` added."""
     everything = Filters(statuses=STATUSES)
     return {
         c: [i.id for i in store.list_items(c, everything) if i.user_id == subject] for c in cube_ids

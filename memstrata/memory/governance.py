@@ -90,10 +90,10 @@ class Governance:
         Content leaves the items, versions, full-text index, vectors, caches, task payloads and
         event payloads; tombstones (ids, times, ops) stay.  Items derived from erased ones
         (facts, segments, profile entries citing them) are erased too.  Needs ``write`` for an
-        item or a session, ``admin`` for a cube; a subject's data may be erased by that user or
-        an administrator (in every cube) — only by that user with ``own_data_only`` (how an agent
-        is let erase: it reads what others wrote and must not wipe their data).  See
-        ``memory.erase``.
+        item or a session, ``admin`` for a cube; a subject's data may be erased by an
+        administrator (in every cube) or by that user (in the cubes they may write) — only by
+        that user with ``own_data_only`` (how an agent is let erase: it reads what others wrote
+        and must not wipe their data).  See ``memory.erase``.
         """
         scope = erase.Scope(item_id, session_id, cube_id, subject_user_id)
         return erase.erase(
@@ -158,17 +158,24 @@ class Governance:
         path: str | os.PathLike[str],
         *,
         owner: str,
+        by: str | None = None,
         cube_id: str | None = None,
         keep_ids: bool = True,
         reembed: bool = False,
     ) -> Cube:
         """Import the MemCube at ``path`` as a new cube owned (``admin``) by ``owner``; all or
-        nothing.  Ids, embedders and errors: see ``memstrata.memory.cubes.import_cube``.
+        nothing.  ``by`` is who imports (default: ``owner``); only an administrator imports for
+        someone else.  An administrator's import keeps the ids (with ``keep_ids``) and the users
+        the MemCube names; anyone else's gets new ids and becomes the author of what the MemCube
+        says others did, the original names kept in ``metadata["origin"]``.  Ids, claims,
+        embedders and errors: see ``memstrata.memory.cubes.import_cube``.
         """
-        self._access.user(owner)
+        importer = owner if by is None else by
+        self._access.self_or_admin(importer, owner)
         return cubes.import_cube(
-            self._store, self._parts.embedder, path, owner=owner, cube_id=cube_id,
-            keep_ids=keep_ids, reembed=reembed,
+            self._store, self._parts.embedder, path, owner=owner,
+            importer=self._access.user(importer), cube_id=cube_id, keep_ids=keep_ids,
+            reembed=reembed,
         )  # fmt: skip
 
 

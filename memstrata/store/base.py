@@ -255,9 +255,18 @@ class ErasureStore(Protocol):
     def cubes_with_items_of(self, user_id: str) -> list[str]:
         """The cubes holding items added by ``user_id`` (their ``user_id``), by id."""
 
-    def erase_items(self, item_ids: Sequence[str], actor: str, reason: str | None) -> int:
+    def erase_items(
+        self,
+        item_ids: Sequence[str],
+        actor: str,
+        reason: str | None,
+        *,
+        subject: str | None = None,
+    ) -> int:
         """Remove the items' content everywhere (versions, vectors, full text, event payloads),
-        leaving tombstones; how many were erased (tombstones already are not counted)."""
+        leaving tombstones; how many were erased (tombstones already are not counted).  With
+        ``subject`` (a data subject's erasure) each cube that lost items also records one
+        ``erase_subject`` event naming the subject and the count."""
 
     def delete_cube(self, cube_id: str, actor: str) -> int:
         """Delete a cube and all its content (events stay, payloads blanked); the item count."""
@@ -286,11 +295,18 @@ class ArchiveStore(Protocol):
         """``AlreadyExists`` if the cube id, an item id or an artifact id of ``data`` is taken."""
 
     def insert_cube(
-        self, data: MemCube, *, artifact_paths: Mapping[str, str], note: Mapping[str, Any]
+        self,
+        data: MemCube,
+        *,
+        artifact_paths: Mapping[str, str],
+        note: Mapping[str, Any],
+        actor: str | None = None,
     ) -> None:
         """Store ``data`` as a new cube (owner: ``data.cube.owner``, given ``admin``), its
-        artifacts' rows at ``artifact_paths`` (by artifact id), and one ``import`` event with
-        payload ``note``; all or nothing.  ``AlreadyExists`` as ``check_free``."""
+        artifacts' rows at ``artifact_paths`` (by artifact id), and one ``import`` event by
+        ``actor`` (default: the owner) with payload ``note``; all or nothing.  Ids, user ids and
+        actors are stored as ``data`` has them (the core decides them).  ``AlreadyExists`` as
+        ``check_free``."""
 
     def artifact_dir(self, cube_id: str) -> Path:
         """The directory the files of ``cube_id``'s artifacts are stored in; ``MemCubeError``

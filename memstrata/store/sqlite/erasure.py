@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Sequence
 
 from memstrata.store.sqlite import writes
@@ -32,26 +33,37 @@ class SQLiteErasure(SQLiteDatabase):
         sql = "SELECT DISTINCT cube_id FROM items WHERE user_id = ? ORDER BY cube_id"
         return [r[0] for r in self.reader().execute(sql, (user_id,))]
 
-    def erase_items(self, item_ids: Sequence[str], actor: str, reason: str | None) -> int:
+    def erase_items(
+        self,
+        item_ids: Sequence[str],
+        actor: str,
+        reason: str | None,
+        *,
+        subject: str | None = None,
+    ) -> int:
         """Remove the content of items for good, leaving tombstones; returns how many.
 
         In one transaction: each item row keeps its id, cube, placement and times but loses its
         text, key, keywords, tags, metadata, speaker, external id and sources, and becomes
         ``deleted``; its versions, vector and full-text row go; its events keep op, time and
         actor with payloads blanked; tasks that name it are dropped (unless running); an
-        ``erase`` event is added.  Items erased before are not counted again.
+        ``erase`` event is added.  With ``subject`` (a data subject's erasure), each cube that
+        lost items also gets one ``erase_subject`` event: ``{"subject_user_id", "items"}``.
+        Items erased before are not counted again.
         """
-        erased: set[str] = set()
-        cubes: set[str] = set()
+        erased: dict[str, str] = {}
         with self.transaction() as conn:
             for start in range(0, len(item_ids), 500):
                 chunk = list(item_ids[start : start + 500])
-                for item_id, cube_id in _erase_chunk(conn, chunk, actor, reason):
-                    erased.add(item_id)
-                    cubes.add(cube_id)
+                erased.update(_erase_chunk(conn, chunk, actor, reason))
+            if subject is not None:
+                for cube_id, count in sorted(Counter(erased.values()).items()):
+                    after = {"subject_user_id": subject, "items": count}
+                    writes.event(conn, actor, cube_id, None, "erase_subject", after=after,
+                                 reason=reason)  # fmt: skip
             if erased:
                 conn.execute(_OPTIMIZE)
-        self._forget(cubes)
+        self._forget(set(erased.values()))
         return len(erased)
 
     def delete_cube(self, cube_id: str, actor: str) -> int:

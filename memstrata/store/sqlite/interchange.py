@@ -79,14 +79,20 @@ class SQLiteArchive(SQLiteDatabase):
         _refuse_taken(self.reader(), data)
 
     def insert_cube(
-        self, data: MemCube, *, artifact_paths: Mapping[str, str], note: Mapping[str, Any]
+        self,
+        data: MemCube,
+        *,
+        artifact_paths: Mapping[str, str],
+        note: Mapping[str, Any],
+        actor: str | None = None,
     ) -> None:
         """Store ``data`` as a new cube owned by ``data.cube.owner``, in one transaction.
 
         The owner gets ``admin``; the vectors are recorded as ``data.cube.embedder``'s;
-        ``artifact_paths`` gives each artifact's stored file path.  One ``import`` event (actor:
-        the owner, payload ``note``) is appended after the imported events.  ``AlreadyExists`` if
-        the cube id, an item id or an artifact id is taken; nothing is stored then.
+        ``artifact_paths`` gives each artifact's stored file path.  One ``import`` event (by
+        ``actor``, default the owner; payload ``note``) is appended after the imported events.
+        ``AlreadyExists`` if the cube id, an item id or an artifact id is taken; nothing is
+        stored then.
         """
         cube, now = data.cube, time.time()
         with self.transaction() as conn:
@@ -104,7 +110,7 @@ class SQLiteArchive(SQLiteDatabase):
             _insert_artifacts(conn, data, artifact_paths)
             conn.execute(
                 "INSERT INTO events (at, actor, cube_id, op, after) VALUES (?, ?, ?, 'import', ?)",
-                (now, cube.owner, cube.cube_id, rows.dumps(dict(note))),
+                (now, actor or cube.owner, cube.cube_id, rows.dumps(dict(note))),
             )
 
     def _artifact_base(self) -> Path:
