@@ -36,7 +36,8 @@ from memstrata.errors import (
     UserNotFound,
     ValidationError,
 )
-from memstrata.memcube import FORMAT_VERSION, ITEM_FIELDS, write_cube
+from memstrata.memcube import FORMAT_VERSION, ITEM_FIELDS, MemCube, open_cube, write_cube
+from memstrata.model import Cube, Event
 from memstrata.text import embedding_text
 
 #: every turn leaves the working tier at once, joins a segment and is promoted: all tiers get items
@@ -386,7 +387,7 @@ def test_taken_ids_are_refused_and_change_nothing(mos: MemoryOS, cube: str, tmp_
     before = counts(mos)
     with pytest.raises(AlreadyExists, match="cube 'notes'"):
         mos.import_cube(tmp_path / "out", owner="ann")
-    with pytest.raises(AlreadyExists, match="item '.*remap-ids"):  # new cube id, taken items
+    with pytest.raises(AlreadyExists, match=r"item '.*remap-ids"):  # new cube id, taken items
         mos.import_cube(tmp_path / "out", owner="ann", by="root", cube_id="copy")
     assert counts(mos) == before
     assert not (tmp_path / "memory.db.artifacts").exists()
@@ -627,6 +628,56 @@ def test_a_malicious_archive_is_refused_and_writes_nothing_outside(
 
 
 # -- the format and the CLI ------------------------------------------------------------------
+
+
+def test_the_format_holds_every_year(tmp_path: Path) -> None:
+    """Years 1 to 9999 are written with four digits (``strftime`` writes year 99 as "99" on
+    Linux, which ISO 8601 readers refuse) and read back as they were; a time a zone pushes out of
+    that range is a MemCubeError, not a crash."""
+    utc = timezone.utc
+    times = [datetime(1, 1, 1, tzinfo=utc), datetime(99, 3, 1, 10, 0, 0, 123456, tzinfo=utc),
+             datetime(999, 12, 31, 23, 59, 59, tzinfo=utc),
+             datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=utc)]  # fmt: skip
+    items = [
+        MemoryItem(id=f"i{n}", cube_id="old", text="x", event_time=t, created_at=t, updated_at=t,
+                   valid_from=t, last_accessed_at=t)
+        for n, t in enumerate(times)
+    ]  # fmt: skip
+    data = MemCube(
+        cube=Cube("old", "old", "ann", created_at=times[0]), items=items, versions={},
+        vector_ids=[], vectors=np.zeros((0, 0), np.float32),
+        events=[Event(0, t, "ann", "old", None, "create_cube") for t in times], artifacts=[],
+    )  # fmt: skip
+    write_cube(data, tmp_path / "old", now=times[1])
+    assert (
+        '"event_time":"0099-03-01T10:00:00.123456Z"' in (tmp_path / "old/items.jsonl").read_text()
+    )
+    with open_cube(tmp_path / "old") as back:
+        assert back.items == items and [e.at for e in back.events] == times
+        assert back.cube.created_at == times[0]
+    text = (tmp_path / "old/items.jsonl").read_text()
+    rewrite(
+        tmp_path / "old",
+        "items.jsonl",
+        text.replace("0001-01-01T00:00:00.000000Z", "0001-01-01T00:00:00+01:00").encode(),
+    )
+    refused = pytest.raises(MemCubeError, match="line 1: field 'event_time' must be an ISO 8601")
+    with refused, open_cube(tmp_path / "old"):
+        pass
+
+
+def test_a_failed_import_names_no_path_of_the_database(
+    other: MemoryOS, exported: Path, tmp_path: Path
+) -> None:
+    """Where the database and its artifacts live is the server's business, not its clients'."""
+    taken = tmp_path / "other.db.artifacts" / "notes" / "kv-1.kv"
+    taken.parent.mkdir(parents=True)
+    taken.write_bytes(b"in the way")
+    with pytest.raises(
+        MemCubeError, match=r"other\.db\.artifacts/notes, beside the database"
+    ) as no:
+        other.import_cube(exported, owner="ann", by="root")
+    assert str(tmp_path) not in no.value.message
 
 
 def test_the_item_fields_cover_the_model() -> None:
