@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
-from pydantic import AnyHttpUrl
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import AnyHttpUrl, ValidationError
 
 from memstrata.memory.system import MemoryOS
 from memstrata.server.mcp.caller import Caller, KeyVerifier, fixed_caller
+from memstrata.server.mcp.reporting import invalid_arguments
 from memstrata.server.mcp.resources import RESOURCES, Resources
 from memstrata.server.mcp.tools import Tools
 from memstrata.version import version
@@ -22,6 +25,22 @@ INSTRUCTIONS = (
 )
 
 
+class _Server(MCPServer):
+    """The SDK's server, with a call's rejected arguments reported on one line (``reporting``)
+    instead of pydantic's multi-line text with its documentation URLs."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(f"Error executing tool {name}: {invalid_arguments(cause)}") from cause
+
+
 def build_server(memory: MemoryOS, caller: Caller, *, auth_url: str | None = None) -> MCPServer:
     """An ``MCPServer`` with every tool and resource bound to ``memory`` and ``caller``.
 
@@ -31,7 +50,7 @@ def build_server(memory: MemoryOS, caller: Caller, *, auth_url: str | None = Non
     auth = None
     if auth_url is not None:  # the SDK's bearer check, without OAuth: no issuer is advertised
         auth = AuthSettings(issuer_url=AnyHttpUrl(auth_url), resource_server_url=None)
-    server: MCPServer = MCPServer(
+    server: MCPServer = _Server(
         "memstrata",
         instructions=INSTRUCTIONS,
         version=version(),

@@ -1,10 +1,17 @@
-"""Core errors as the SDK's: one line of message and hint, never a traceback."""
+"""Errors as the client sees them: one line, never a traceback.
+
+A core error becomes the SDK's ``ToolError``/``ResourceError`` with its message and hint
+(``reported``); arguments that fail the tool's input schema are listed field by field
+(``invalid_arguments``), without pydantic's documentation URLs or the rejected values.
+"""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
+
+from pydantic import ValidationError
 
 from memstrata.errors import MemstrataError
 
@@ -15,6 +22,15 @@ R = TypeVar("R")
 def one_line(exc: MemstrataError) -> str:
     """The error's message and hint on one line."""
     return " ".join(str(exc).split())
+
+
+def invalid_arguments(exc: ValidationError) -> str:
+    """``invalid arguments: FIELD: what is wrong; …`` on one line."""
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False):
+        field = ".".join(str(part) for part in error["loc"]) or "arguments"
+        problems.append(f"{field}: {' '.join(error['msg'].split())}")
+    return "invalid arguments: " + "; ".join(problems)
 
 
 def reported(error: type[Exception]) -> Callable[[Callable[P, R]], Callable[P, R]]:
