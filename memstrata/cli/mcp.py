@@ -2,13 +2,21 @@
 
 The server (and the ``mcp`` SDK) is imported only when the command runs, so other commands do
 not pay for it.  Over stdio nothing but the protocol is written to stdout; messages go to stderr.
+SIGTERM and SIGINT stop it as they stop ``memstrata serve`` (``serve.until_stopped``): the
+database is closed cleanly and the exit status is 0.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
+from typing import NoReturn
+
 import click
 
 from memstrata.cli.app import options
+from memstrata.cli.serve import until_stopped
 from memstrata.config import Settings
 
 #: The HTTP port when --port is not given (8000 is the REST server's, 8080 the local LLM's).
@@ -72,15 +80,30 @@ def mcp(
         if not user_id:
             raise click.UsageError("--transport stdio needs --user (or the mcp_user setting)")
     # workers=None: the configured background workers (a server consolidates as it goes).
-    with options().open(db_path, workers=None) as memory:
+    # SIGTERM stops it as Ctrl-C does, and either closes the database cleanly (exit status 0).
+    with until_stopped() as stop, options().open(db_path, workers=None) as memory:
         if user_id is not None:
             click.echo(f"memstrata MCP server on stdio for user {user_id}", err=True)
             server.serve_stdio(memory, user_id, cube_id)
-            return
-        configured = memory.settings.admin_key
-        key = memory.bootstrap_admin(configured)
-        if key is not None:  # an empty database: without a user no key could work
-            shown = "the configured admin_key" if configured else f"{key} (shown once)"
-            click.echo(f"created user 'admin'; its API key: {shown}", err=True)
-        click.echo(f"memstrata MCP server at http://{host}:{port}/mcp", err=True)
-        server.serve_http(memory, host, port)
+        else:
+            configured = memory.settings.admin_key
+            key = memory.bootstrap_admin(configured)
+            if key is not None:  # an empty database: without a user no key could work
+                shown = "the configured admin_key" if configured else f"{key} (shown once)"
+                click.echo(f"created user 'admin'; its API key: {shown}", err=True)
+            click.echo(f"memstrata MCP server at http://{host}:{port}/mcp", err=True)
+            server.serve_http(memory, host, port)
+    if stop.requested and transport == "stdio":
+        _exit_now()
+
+
+def _exit_now() -> NoReturn:
+    """Exit with status 0 at once, the database being closed already.
+
+    Stopped by a signal, the SDK's stdin reader is left blocked reading the pipe in a non-daemon
+    thread, and the interpreter would wait for it at exit until the client closed stdin.
+    """
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -3,11 +3,21 @@
 One ``MemoryOS`` serves every request, with its background workers on (``Settings.workers``).
 On an empty database the first admin is created; its API key is printed once, on stdout, unless
 it came from ``Settings.admin_key`` (``MEMSTRATA_ADMIN_KEY``).
+
+Stopping: SIGTERM (a service manager, ``docker stop``, ``kill``) and SIGINT (Ctrl-C) both stop the
+server gracefully (``until_stopped``): no new connection is accepted, requests in flight get
+``SHUTDOWN_GRACE_S`` seconds, then ``MemoryOS.close`` flushes the buffered read counts, lets
+running background tasks finish or releases them, and closes the database; the exit status is 0.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 import click
 
@@ -15,6 +25,10 @@ from memstrata.cli.app import options
 from memstrata.memory.system import MemoryOS
 
 DEFAULT_PORT = 8765
+#: Seconds the requests in flight get to finish after a stop signal before they are cancelled.
+SHUTDOWN_GRACE_S = 5
+
+log = logging.getLogger("memstrata")
 
 
 @click.command()
@@ -40,11 +54,57 @@ def serve(host: str, port: int, db: str | None) -> None:
 
     settings = options().settings(db)
     _log_to_stderr()
-    with MemoryOS.open(settings=settings) as memory:
+    with until_stopped(), MemoryOS.open(settings=settings) as memory:
         key = bootstrap(memory)
         if key is not None:
             click.echo(f"Created user 'admin'. Its API key, shown only this once: {key}")
-        uvicorn.run(create_app(memory), host=host, port=port, log_level="info")
+        app = create_app(memory)
+        uvicorn.run(
+            app, host=host, port=port, log_level="info", timeout_graceful_shutdown=SHUTDOWN_GRACE_S
+        )
+
+
+class Stop:
+    """What ``until_stopped`` saw: ``requested`` once SIGTERM or SIGINT ended the block."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
+        """The handler of both signals: ``KeyboardInterrupt`` the first time, nothing after
+        (what the block opened is being closed, and is let finish: that takes seconds)."""
+        if self.requested:
+            log.info("already stopping; closing the database")
+            return
+        self.requested = True
+        raise KeyboardInterrupt
+
+
+#: The signals that stop a server: a service manager's (``docker stop``, systemd) and Ctrl-C.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextmanager
+def until_stopped() -> Iterator[Stop]:
+    """Run a server in this block until SIGTERM or SIGINT; either ends the block normally.
+
+    Both signals raise ``KeyboardInterrupt`` at once in the main thread (uvicorn first shuts down
+    gracefully on either, then re-raises it; the asyncio runner's own Ctrl-C handling, which
+    waits for every task, is not used), so everything opened inside the block is closed on the
+    way out.  A second signal is ignored while that closing runs.  The previous handlers are
+    restored on exit.  Outside the main thread it only catches the interrupt.
+    """
+    stop = Stop()
+    main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, stop.on_signal) for sig in STOP_SIGNALS} if main else {}
+    try:
+        yield stop
+    except KeyboardInterrupt:
+        stop.requested = True
+        log.info("stopped")
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _log_to_stderr() -> None:

@@ -46,6 +46,9 @@ __all__ = ["MemoryOS"]
 
 log = logging.getLogger("memstrata")
 _DEFAULT_EMBEDDER = "e5"
+#: Seconds ``close`` lets running background tasks finish before it releases them: within a
+#: service manager's stop timeout (``memstrata serve`` exits within 15 s of SIGTERM).
+TASKS_GRACE_S = 5.0
 
 
 class MemoryOS(Closing):
@@ -136,16 +139,21 @@ class MemoryOS(Closing):
     def close(self) -> None:
         """Flush read counts, stop the workers, close the store (and the embedder ``open`` made).
 
-        A task still running is abandoned with its lease; it runs again, in this or another
-        process, once the lease has expired.
+        The buffered read counts are queued (a ``visits`` task, run by the next process on this
+        file when workers are on).  Background tasks still running get ``TASKS_GRACE_S`` seconds
+        to finish; one that has not is released (``pending`` again, its attempt not counted) and
+        runs from the start in the next process; its handler, left behind, ends quietly against
+        the closed store.  Nothing is left ``running``.  Stop the calls in flight first.
         """
-        self.tiers.flush_reads(force=True)
-        self.scheduler.close()
-        self.store.close()
-        if self.llm is not None:
-            self.llm.close()
-        if self._owns_embedder and isinstance(self.embedder, Closeable):
-            self.embedder.close()
+        try:
+            self.tiers.flush_reads(force=True)
+        finally:
+            self.scheduler.close(timeout=TASKS_GRACE_S)
+            self.store.close()
+            if self.llm is not None:
+                self.llm.close()
+            if self._owns_embedder and isinstance(self.embedder, Closeable):
+                self.embedder.close()
 
     # -- users, keys, cubes, grants, settings (memory.principals) ----------------------------
     RUNTIME_SETTINGS = Principals.RUNTIME_SETTINGS
