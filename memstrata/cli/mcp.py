@@ -8,11 +8,6 @@ database is closed cleanly and the exit status is 0.
 
 from __future__ import annotations
 
-import logging
-import os
-import sys
-from typing import NoReturn
-
 import click
 
 from memstrata.cli.app import options
@@ -81,7 +76,7 @@ def mcp(
             raise click.UsageError("--transport stdio needs --user (or the mcp_user setting)")
     # workers=None: the configured background workers (a server consolidates as it goes).
     # SIGTERM stops it as Ctrl-C does, and either closes the database cleanly (exit status 0).
-    with until_stopped() as stop, options().open(db_path, workers=None) as memory:
+    with until_stopped(), options().open(db_path, workers=None) as memory:
         if user_id is not None:
             click.echo(f"memstrata MCP server on stdio for user {user_id}", err=True)
             server.serve_stdio(memory, user_id, cube_id)
@@ -93,17 +88,3 @@ def mcp(
                 click.echo(f"created user 'admin'; its API key: {shown}", err=True)
             click.echo(f"memstrata MCP server at http://{host}:{port}/mcp", err=True)
             server.serve_http(memory, host, port)
-    if stop.requested and transport == "stdio":
-        _exit_now()
-
-
-def _exit_now() -> NoReturn:
-    """Exit with status 0 at once, the database being closed already.
-
-    Stopped by a signal, the SDK's stdin reader is left blocked reading the pipe in a non-daemon
-    thread, and the interpreter would wait for it at exit until the client closed stdin.
-    """
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)

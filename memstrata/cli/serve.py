@@ -6,18 +6,22 @@ it came from ``Settings.admin_key`` (``MEMSTRATA_ADMIN_KEY``).
 
 Stopping: SIGTERM (a service manager, ``docker stop``, ``kill``) and SIGINT (Ctrl-C) both stop the
 server gracefully (``until_stopped``): no new connection is accepted, requests in flight get
-``SHUTDOWN_GRACE_S`` seconds, then ``MemoryOS.close`` flushes the buffered read counts, lets
-running background tasks finish or releases them, and closes the database; the exit status is 0.
+``SHUTDOWN_GRACE_S`` seconds (then they are cancelled), ``MemoryOS.close`` flushes the buffered
+read counts, lets running background tasks finish or releases them, and closes the database;
+the exit status is 0.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import NoReturn
 
 import click
 
@@ -85,26 +89,40 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 @contextmanager
-def until_stopped() -> Iterator[Stop]:
-    """Run a server in this block until SIGTERM or SIGINT; either ends the block normally.
+def until_stopped() -> Iterator[None]:
+    """Run a server in this block until SIGTERM or SIGINT; then close what it opened and exit 0.
 
     Both signals raise ``KeyboardInterrupt`` at once in the main thread (uvicorn first shuts down
     gracefully on either, then re-raises it; the asyncio runner's own Ctrl-C handling, which
     waits for every task, is not used), so everything opened inside the block is closed on the
-    way out.  A second signal is ignored while that closing runs.  The previous handlers are
-    restored on exit.  Outside the main thread it only catches the interrupt.
+    way out; a second signal is ignored while that runs.  Then the process exits with status 0
+    at once (``exit_now``): a thread left behind (a request past the grace period, still
+    embedding; the MCP SDK's stdin reader) must not hold the exit.  A block that ends any other
+    way returns normally, with the previous handlers restored.  Outside the main thread it only
+    catches the interrupt.
     """
     stop = Stop()
     main = threading.current_thread() is threading.main_thread()
     previous = {sig: signal.signal(sig, stop.on_signal) for sig in STOP_SIGNALS} if main else {}
     try:
-        yield stop
+        yield
     except KeyboardInterrupt:
         stop.requested = True
-        log.info("stopped")
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if stop.requested:
+        exit_now()
+
+
+def exit_now() -> NoReturn:
+    """Flush the logs and the standard streams and end the process with status 0, without
+    waiting for other threads (the database must be closed already)."""
+    log.info("stopped")
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _log_to_stderr() -> None:
