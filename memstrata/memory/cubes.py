@@ -13,6 +13,7 @@ import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from memstrata.embed import Embedder, fingerprint
 from memstrata.errors import ConfigurationError, CubeNotFound, MemCubeError, ValidationError
@@ -97,47 +98,67 @@ def import_cube(
         raise ValidationError("keep_ids and reembed must be true or false")
     current = fingerprint(embedder)
     with open_cube(path) as source:
-        if source.cube.embedder not in (None, current) and not reembed:
-            raise ConfigurationError(
-                f"the MemCube's vectors were made by {source.cube.embedder}; this MemoryOS "
-                f"embeds with {current}",
-                hint="import it with reembed=True (memstrata import --reembed), or open "
-                "memstrata with the embedder that made it",
-            )
-        restore = importer.role == "admin"
-        others = sorted(named_users(source) - {importer.user_id})
-        claimed = source if restore else reclaim(source, importer.user_id, at=utcnow())
-        target = cube_id or (source.cube.cube_id if keep_ids else new_id())
-        data = _rehomed(claimed, owner, target, keep_ids and restore)
+        _check_embedder(source, current, reembed)
+        data, note = _taken_in(source, owner, importer, cube_id, keep_ids)
         _check_settings(data)
         store.check_free(data)
         if reembed:
             data = _reembedded(embedder, data)
         data = replace(data, cube=replace(data.cube, embedder=current))
-        placed = _place_artifacts(store, data)
-        try:
-            store.insert_cube(
-                data,
-                artifact_paths={k: v[0] for k, v in placed.items()},
-                actor=importer.user_id,
-                note={
-                    "from_cube_id": source.cube.cube_id,
-                    "format_version": FORMAT_VERSION,
-                    "items": len(data.items),
-                    "ids": "kept" if keep_ids and restore else "new",
-                    "reembedded": reembed,
-                    "claims": "kept" if restore else "rewritten",
-                    "other_users": others[:MAX_NAMED],
-                    "other_user_count": len(others),
-                },
-            )
-        except BaseException:
-            _remove([file for _, file in placed.values()])
-            raise
+        _insert(store, data, importer.user_id, {**note, "reembedded": reembed})
     cube = store.get_cube(data.cube.cube_id)
     if cube is None:  # pragma: no cover - deleted by someone else in the meantime
         raise CubeNotFound(data.cube.cube_id)
     return cube
+
+
+def _check_embedder(source: MemCube, current: str, reembed: bool) -> None:
+    """``ConfigurationError`` when the MemCube's vectors are another embedder's (and not
+    ``reembed``)."""
+    if source.cube.embedder not in (None, current) and not reembed:
+        raise ConfigurationError(
+            f"the MemCube's vectors were made by {source.cube.embedder}; this MemoryOS "
+            f"embeds with {current}",
+            hint="import it with reembed=True (memstrata import --reembed), or open "
+            "memstrata with the embedder that made it",
+        )
+
+
+def _taken_in(
+    source: MemCube, owner: str, importer: User, cube_id: str | None, keep_ids: bool
+) -> tuple[MemCube, dict[str, Any]]:
+    """``source`` as ``importer`` may bring it in for ``owner`` (a restore by an administrator,
+    a copy by anyone else: see ``import_cube``), and what the ``import`` event says of it."""
+    restore = importer.role == "admin"
+    kept = keep_ids and restore
+    others = sorted(named_users(source) - {importer.user_id})
+    claimed = source if restore else reclaim(source, importer.user_id, at=utcnow())
+    target = cube_id or (source.cube.cube_id if keep_ids else new_id())
+    note = {
+        "from_cube_id": source.cube.cube_id,
+        "format_version": FORMAT_VERSION,
+        "items": len(source.items),
+        "ids": "kept" if kept else "new",
+        "claims": "kept" if restore else "rewritten",
+        "other_users": others[:MAX_NAMED],
+        "other_user_count": len(others),
+    }
+    return _rehomed(claimed, owner, target, kept), note
+
+
+def _insert(store: Store, data: MemCube, actor: str, note: dict[str, Any]) -> None:
+    """Store ``data`` and its artifacts' files (removed again if the rows cannot be written)."""
+    placed = _place_artifacts(store, data)
+    try:
+        store.insert_cube(
+            data,
+            artifact_paths={k: v[0] for k, v in placed.items()},
+            actor=actor,
+            note=note,
+        )
+    except BaseException:
+        _remove([file for _, file in placed.values()])
+        raise
 
 
 def _check_settings(data: MemCube) -> None:
