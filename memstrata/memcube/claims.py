@@ -32,12 +32,12 @@ def reclaim(data: MemCube, importer: str, *, at: datetime) -> MemCube:
     becomes ``importer``, and each item so touched keeps what the MemCube said about it.
 
     An item whose ``user_id``, or the ``user_id`` or ``actor`` of one of its versions, or the
-    ``actor`` of one of its events, names someone else gets, in its ``metadata`` and in every
-    snapshot's, ``origin``: ``{"cube_id"`` (the MemCube's cube), ``"user_id"`` (the item's, as
-    the MemCube said), ``"actors"`` (the actors of its versions and events there, sorted),
-    ``"imported_by"``, ``"at"``\\ ``}``, plus ``"previous"``: whatever ``origin`` the record
-    held before (an earlier import's, or the user's own value).  Events not about an item
-    (``grant``, ``create_cube``…) change actor only; nothing else changes.
+    ``actor`` of one of its events, names someone else gets ``ORIGIN`` in its ``metadata`` and
+    in every snapshot's: an object of ``cube_id`` (the MemCube's cube), ``user_id`` (the item's,
+    as the MemCube said), ``actors`` (the actors of its versions and events there, sorted),
+    ``imported_by`` and ``at`` (``at`` as a MemCube time), plus ``previous``: whatever ``origin``
+    the record held before (an earlier import's, or the user's own value).  Events not about an
+    item (``grant``, ``create_cube``…) change actor only; nothing else changes.
     """
     actors = _actors_by_item(data)
 
