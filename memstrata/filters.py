@@ -10,17 +10,21 @@ A filter dict accepts these keys (all optional)::
     until       time                     event_time <= until
     metadata    {key: scalar}            equality on the item's metadata (str, int, float, bool, None)
 
-Anything else is a ``ValidationError`` that names the known keys.
+Anything else is a ``ValidationError`` that names the known keys.  Strings follow
+``limits.check_text`` (a session id and metadata keys are single lines, metadata values texts);
+at most ``limits.MAX_FILTER_KEYS`` metadata keys.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from memstrata.errors import ValidationError
+from memstrata.limits import MAX_CONTENT_CHARS, MAX_FILTER_KEYS, MAX_ID_CHARS, MAX_NAME, check_text
 from memstrata.model import (
     ITEM_TYPES,
     SEARCHABLE_STATUSES,
@@ -72,8 +76,8 @@ def parse_filters(value: Filters | Mapping[str, Any] | None) -> Filters:
             hint=f"known keys: {', '.join(_KEYS)}",
         )
     session_id = value.get("session_id")
-    if session_id is not None and not isinstance(session_id, str):
-        raise ValidationError("filter session_id must be a string")
+    if session_id is not None:
+        check_text(session_id, "filter session_id", MAX_ID_CHARS, line=True)
     since = _time(value, "since")
     until = _time(value, "until")
     if since and until and since > until:
@@ -117,12 +121,23 @@ def _metadata(raw: Any) -> dict[str, Scalar]:
         return {}
     if not isinstance(raw, Mapping):
         raise ValidationError("filter metadata must be a mapping of key to value")
+    if len(raw) > MAX_FILTER_KEYS:
+        raise ValidationError(
+            f"filter metadata has {len(raw)} keys; at most {MAX_FILTER_KEYS} are allowed"
+        )
     for key, val in raw.items():
         if not isinstance(key, str) or not key or '"' in key:
             raise ValidationError(
                 f"filter metadata key {key!r} must be a non-empty string without double quotes"
             )
-        if val is not None and not isinstance(val, (str, int, float, bool)):
+        check_text(key, "filter metadata key", MAX_NAME, line=True)
+        if isinstance(val, str):
+            check_text(val, f"filter metadata[{key!r}]", MAX_CONTENT_CHARS)
+        elif isinstance(val, int) and not isinstance(val, bool) and not -(2**63) <= val < 2**63:
+            raise ValidationError(f"filter metadata[{key!r}] is out of the 64-bit integer range")
+        elif isinstance(val, float) and not math.isfinite(val):
+            raise ValidationError(f"filter metadata[{key!r}] must be a finite number")
+        elif val is not None and not isinstance(val, (int, float, bool)):
             raise ValidationError(
                 f"filter metadata[{key!r}] must be a string, number, boolean or null"
             )

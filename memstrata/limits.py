@@ -2,9 +2,24 @@
 
 The REST schemas, the MCP tool signatures and the client take their bounds from here (a test
 checks that they agree), so a value one surface accepts is never refused by another.
+
+The bounds on what a client sends are ones a real agent never meets; each refusal is a
+``ValidationError`` (422) whose message names the bound.  ``check_text`` is the one rule for a
+string a client may store or search with:
+
+* every string must be encodable as UTF-8 (a lone surrogate such as ``"\\ud800"``, which JSON
+  escapes can carry, is refused) and may not hold NUL;
+* a *line* (an id, a name, a role, a label, a metadata key) holds no control character and no
+  line or paragraph separator either, so it can never break the line it is shown on;
+* a *text* (message content, a query, metadata values, a reason) keeps its newlines, tabs and
+  every other character.
 """
 
 from __future__ import annotations
+
+import re
+
+from memstrata.errors import ValidationError
 
 #: Most hits a search returns, items a page lists, tasks a listing shows.
 MAX_TOP_K = 1000
@@ -21,6 +36,41 @@ MAX_KEY_LABEL = 200
 #: Longest a surface blocks waiting for background tasks, in seconds.
 MAX_WAIT_S = 60.0
 
+#: Most messages one ``add`` call stores.
+MAX_MESSAGES = 1000
+#: Longest message content, in characters (a turn, not a book: documents are chunked instead).
+MAX_CONTENT_CHARS = 32_000
+#: Most characters of content one ``add`` call stores, all its messages together (bounds the
+#: embedding work of one request to a minute or two of the default embedder).
+MAX_ADD_CHARS = 500_000
+#: Longest query of search, context and chat, in characters.
+MAX_QUERY_CHARS = 4000
+#: Longest external id (the ``id`` a message is added with), in characters.
+MAX_EXTERNAL_ID = 256
+#: Longest id looked up (users, cubes, items, sessions are at most 128; see ``memory.access``).
+MAX_ID_CHARS = 256
+#: Longest role or speaker name of a message, in characters.
+MAX_NAME = 128
+#: Longest user name or cube name, in characters.
+MAX_DISPLAY_NAME = 200
+#: Longest reason given for a change (kept in the history and the audit), in characters.
+MAX_REASON = 2000
+#: Largest metadata object of an item, as compact UTF-8 JSON, in bytes.
+MAX_METADATA_BYTES = 16_000
+#: Deepest nesting of a metadata object (an object holding an object is depth 2).
+MAX_METADATA_DEPTH = 16
+#: Most metadata keys one search filter matches on.
+MAX_FILTER_KEYS = 32
+#: Most cube ids one call names.
+MAX_CUBE_IDS = 1000
+#: Longest file name of a document.
+MAX_FILENAME = 255
+#: Largest document, as uploaded (bytes) and as text (characters).
+MAX_DOCUMENT_BYTES = 20_000_000
+MAX_DOCUMENT_CHARS = 1_000_000
+#: Earliest year of an event time: times are exchanged as ISO 8601, whose years have four digits.
+MIN_EVENT_YEAR = 1000
+
 #: The settings an administrator may change while running (``MemoryOS.configure``) and the
 #: closed range each accepts.
 RUNTIME_RANGES: dict[str, tuple[float, float]] = {
@@ -30,3 +80,47 @@ RUNTIME_RANGES: dict[str, tuple[float, float]] = {
     "keyword_weight": (0.0, 100.0),
     "dense_weight": (0.0, 100.0),
 }
+
+# NUL and lone surrogates (which no UTF-8 encoder accepts) are refused in every string; a line
+# also refuses the C0 and C1 controls, DEL and the Unicode line and paragraph separators.
+_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
+_NOT_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def check_text(value: object, what: str, limit: int, *, line: bool = False) -> str:
+    """``value`` when it is a string of at most ``limit`` characters that may be stored.
+
+    A *text* may hold any character but NUL and lone surrogates; a ``line`` may hold no control
+    character (tab and newline included) and no line or paragraph separator either.  Anything
+    else is a ``ValidationError`` naming ``what``, the bound or the character and its place (the
+    value itself is not echoed: it may be huge).  Emptiness is the caller's rule.
+    """
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be a string, not {type(value).__name__}")
+    if len(value) > limit:
+        raise ValidationError(
+            f"{what} has {len(value)} characters; at most {limit} are allowed",
+            hint="send less at once" if limit >= MAX_CONTENT_CHARS else None,
+        )
+    found = (_NOT_LINE if line else _NOT_TEXT).search(value)
+    if found is not None:
+        char = found.group()
+        where = f"U+{ord(char):04X} at character {found.start()}"
+        if "\ud800" <= char <= "\udfff":
+            raise ValidationError(
+                f"{what} holds a lone surrogate ({where}), which is not text",
+                hint="send valid Unicode (UTF-8); a surrogate escape must be half of a pair",
+            )
+        if char == "\x00":
+            raise ValidationError(f"{what} holds NUL ({where})", hint="remove the NUL character")
+        raise ValidationError(
+            f"{what} must be one line without control characters (found {where})",
+            hint="remove line breaks, tabs and other control characters",
+        )
+    return value
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to about ``limit`` characters, for an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -255,28 +255,39 @@ class LLMUsage(TypedDict):
 def parse_time(value: object, what: str = "time") -> datetime:
     """A UTC datetime from a datetime (naive means UTC), epoch seconds, or an ISO 8601 string.
 
-    Raises ``ValidationError`` naming ``what`` for anything else.
+    Raises ``ValidationError`` naming ``what`` for anything else, and for a time that is not
+    in the calendar once moved to UTC (9999-12-31T23:00-05:00 is in the year 10000).
     """
     from memstrata.errors import ValidationError
 
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
             return datetime.fromtimestamp(float(value), timezone.utc)
         except (OverflowError, OSError, ValueError) as exc:
             raise ValidationError(f"{what} {value!r} is out of range") from exc
-    if isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError:
-            pass
-        else:
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-    raise ValidationError(
-        f"{what} {value!r} is not a time",
-        hint="use an ISO 8601 string such as 2024-05-08T13:56:00Z, epoch seconds, or a datetime",
-    )
+    parsed = value if isinstance(value, datetime) else _iso_time(value)
+    if parsed is None:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:59] + "…"
+        raise ValidationError(
+            f"{what} {shown} is not a time",
+            hint="use an ISO 8601 string such as 2024-05-08T13:56:00Z, epoch seconds, or a datetime",
+        )
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=timezone.utc)
+    try:
+        return parsed.astimezone(timezone.utc)
+    except OverflowError as exc:
+        raise ValidationError(f"{what} {parsed.isoformat()} is out of range in UTC") from exc
+
+
+def _iso_time(value: object) -> datetime | None:
+    """``value`` read as an ISO 8601 time (``Z`` for UTC accepted), or None."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None

@@ -1,4 +1,5 @@
-"""Text for the keyword channel: what is indexed and how a query becomes a match expression.
+"""Text for the keyword channel and for prompts: what is indexed, how a query becomes a match
+expression, what is embedded, and stored text made safe to show on one line (``one_line``).
 
 Every indexed term carries its cube's prefix (six letters derived from the cube id), so a
 term's postings are one cube's: a search touches only the searched cubes' postings, however
@@ -19,6 +20,8 @@ import re
 from memstrata.model import MemoryItem
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# Control characters that str.split() does not take for whitespace (NUL, ESC…): shown as spaces.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(rf"[^\W_{_CJK}]+|[{_CJK}]+")
 
@@ -106,3 +109,14 @@ def embedding_text(item: MemoryItem) -> str:
     vector; it is not part of ``text``, which stays exactly what the caller said.
     """
     return f"{item.speaker}: {item.text}" if item.speaker else item.text
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """``text`` on one line: every run of whitespace, line breaks (``\\n``, ``\\r``, U+2028…) and
+    control characters becomes one space, the ends are trimmed, and past ``limit`` characters it
+    is cut with "…".  Stored text shown in a prompt goes through this, so it never starts a line
+    of its own."""
+    flat = " ".join(_CONTROL.sub(" ", text).split())
+    if limit is not None and len(flat) > limit:
+        return flat[: limit - 1].rstrip() + "…"
+    return flat

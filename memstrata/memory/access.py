@@ -4,7 +4,8 @@
 touch that cube or item, is that time in the past, was that cube embedded with this embedder.
 Every part of the core asks through it, so a rule is written once.  Readable-but-missing and
 unreadable items are told apart nowhere: both are "not found", so existence does not leak
-across cubes.
+across cubes.  An id looked up that could not be stored (a lone surrogate, NUL, over
+``MAX_ID_CHARS``) is a ``ValidationError`` before any lookup.
 """
 
 from __future__ import annotations
@@ -24,10 +25,18 @@ from memstrata.errors import (
     UserNotFound,
     ValidationError,
 )
+from memstrata.limits import (
+    MAX_CUBE_IDS,
+    MAX_ID_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_REASON,
+    check_text,
+    shown,
+)
 from memstrata.model import Cube, MemoryItem, User, parse_time, permits, utcnow
 from memstrata.store.base import Store
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")
 
 
 class Access:
@@ -39,7 +48,7 @@ class Access:
 
     def user(self, user_id: str) -> User:
         """The user; ``UserNotFound`` if there is none with that id."""
-        user = self._store.get_user(user_id) if isinstance(user_id, str) else None
+        user = self._store.get_user(user_id) if _lookup(user_id, "user_id") else None
         if user is None:
             raise UserNotFound(str(user_id))
         return user
@@ -60,7 +69,7 @@ class Access:
     def cube(self, user_id: str, cube_id: str, needed: str) -> Cube:
         """The cube, once ``user_id`` is known to hold ``needed`` on it."""
         self.user(user_id)
-        cube = self._store.get_cube(cube_id) if isinstance(cube_id, str) else None
+        cube = self._store.get_cube(cube_id) if _lookup(cube_id, "cube_id") else None
         if cube is None:
             raise CubeNotFound(str(cube_id))
         if not permits(self._store.permission(cube_id, user_id), needed):
@@ -80,12 +89,18 @@ class Access:
             return self._store.list_cubes(user_id)
         if isinstance(cube_ids, str) or not isinstance(cube_ids, (list, tuple)):
             raise ValidationError("cube_ids must be a list of cube ids")
+        if len(cube_ids) > MAX_CUBE_IDS:
+            raise ValidationError(
+                f"{len(cube_ids)} cube ids in one call; at most {MAX_CUBE_IDS} are allowed"
+            )
+        for cube_id in cube_ids:
+            _lookup(cube_id, "cube_id")
         return [self.cube(user_id, c, "read") for c in dict.fromkeys(cube_ids)]
 
     def item(self, item_id: str, user_id: str, needed: str, cube_id: str | None) -> MemoryItem:
         """The item, once ``user_id`` may ``needed`` it; unreadable items are "not found"."""
         self.user(user_id)
-        found = self._store.get_items([item_id]) if isinstance(item_id, str) else []
+        found = self._store.get_items([item_id]) if _lookup(item_id, "item_id") else []
         item = found[0] if found else None
         if item is None or (cube_id is not None and item.cube_id != cube_id):
             raise ItemNotFound(str(item_id), cube_id)
@@ -121,9 +136,11 @@ class Access:
 
 def check_id(value: object, what: str) -> None:
     """``ValidationError`` unless ``value`` is a valid user, cube or session id."""
-    if not isinstance(value, str) or not _ID.match(value):
+    if isinstance(value, str):
+        check_text(value, what, MAX_ID_CHARS, line=True)  # the precise reason, when there is one
+    if not isinstance(value, str) or not _ID.fullmatch(value):
         raise ValidationError(
-            f"{what} {value!r} is not a valid id",
+            f"{what} {shown(value)} is not a valid id",
             hint="use 1-128 letters, digits and _ . : @ -, starting with a letter or digit",
         )
 
@@ -137,7 +154,22 @@ def check_int(value: object, what: str, low: int, high: int) -> int:
 
 
 def check_query(query: object) -> str:
-    """``query`` when it is a non-empty string."""
+    """``query`` when it is a non-empty text of at most ``MAX_QUERY_CHARS`` characters."""
     if not isinstance(query, str) or not query.strip():
         raise ValidationError("query must be a non-empty string")
-    return query
+    return check_text(query, "query", MAX_QUERY_CHARS)
+
+
+def check_reason(reason: object) -> str | None:
+    """``reason`` (kept in the history and the audit) when it is None or a text of at most
+    ``MAX_REASON`` characters."""
+    return None if reason is None else check_text(reason, "reason", MAX_REASON)
+
+
+def _lookup(value: object, what: str) -> bool:
+    """Whether ``value`` is worth looking up: False for a non-string (not found); a string that
+    could not have been stored is a ``ValidationError``."""
+    if not isinstance(value, str):
+        return False
+    check_text(value, what, MAX_ID_CHARS, line=True)
+    return True

@@ -15,12 +15,18 @@ from memstrata.embed import fingerprint
 from memstrata.errors import ItemNotFound, ValidationError
 from memstrata.filters import Filters, parse_filters
 from memstrata.lifecycle import states
-from memstrata.limits import MAX_OFFSET, MAX_TOP_K
-from memstrata.memory.access import check_id, check_int
+from memstrata.limits import (
+    MAX_DOCUMENT_BYTES,
+    MAX_FILENAME,
+    MAX_OFFSET,
+    MAX_TOP_K,
+    check_text,
+)
+from memstrata.memory.access import check_id, check_int, check_reason
 from memstrata.memory.components import Components
 from memstrata.model import MemoryItem, Source, Version, new_id, utcnow
 from memstrata.reader import documents
-from memstrata.reader.messages import parse_messages
+from memstrata.reader.messages import parse_content, parse_messages, parse_metadata
 from memstrata.text import embedding_text
 
 
@@ -91,9 +97,15 @@ class Items:
         """
         if not isinstance(data, (bytes, bytearray)):
             raise ValidationError("a document must be given as bytes")
-        if not isinstance(filename, str) or not filename.strip() or len(filename) > 255:
-            raise ValidationError("filename must be a non-empty string of at most 255 characters")
-        extra = parse_messages([{"content": "-", "metadata": metadata or {}}])[0].metadata
+        if len(data) > MAX_DOCUMENT_BYTES:
+            raise ValidationError(
+                f"the document has {len(data)} bytes; at most {MAX_DOCUMENT_BYTES} are allowed",
+                hint="split it into several documents",
+            )
+        if not isinstance(filename, str) or not filename.strip():
+            raise ValidationError("filename must be a non-empty string")
+        check_text(filename, "filename", MAX_FILENAME, line=True)
+        extra = parse_metadata(metadata, "metadata")
         if session_id is not None:
             check_id(session_id, "session_id")
         settings = self._parts.settings
@@ -185,10 +197,10 @@ class Items:
             raise ValidationError("nothing to update", hint="pass text= and/or metadata=")
         changes: dict[str, Any] = {}
         if text is not None:
-            changes["text"] = parse_messages(text)[0].content
+            changes["text"] = parse_content(text, "text")
         if metadata is not None:
-            parsed = parse_messages([{"content": "-", "metadata": metadata}])
-            changes["metadata"] = parsed[0].metadata
+            changes["metadata"] = parse_metadata(metadata, "metadata")
+        check_reason(reason)
         item = self._access.item(item_id, user_id, "write", cube_id)
         states.check_writable(item.id, item.status)
         self._access.check_item_embedder(item)
@@ -208,6 +220,7 @@ class Items:
         self, item_id: str, *, user_id: str, reason: str | None = None, cube_id: str | None = None
     ) -> MemoryItem:
         """Soft-delete: status ``deleted``, out of search, history kept.  Idempotent."""
+        check_reason(reason)
         item = self._access.item(item_id, user_id, "write", cube_id)
         if item.status == "deleted":
             return item

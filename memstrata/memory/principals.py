@@ -26,7 +26,14 @@ from memstrata.errors import (
     ValidationError,
 )
 from memstrata.filters import Filters
-from memstrata.limits import MAX_KEY_LABEL, MAX_TOP_K, RUNTIME_RANGES
+from memstrata.limits import (
+    MAX_DISPLAY_NAME,
+    MAX_ID_CHARS,
+    MAX_KEY_LABEL,
+    MAX_TOP_K,
+    RUNTIME_RANGES,
+    check_text,
+)
 from memstrata.memory.access import check_id
 from memstrata.memory.components import Components
 from memstrata.model import (
@@ -68,8 +75,8 @@ class Principals:
         check_id(user_id, "user_id")
         if role not in ROLES:
             raise ValidationError(f"role {role!r} is not one of {', '.join(ROLES)}")
-        if name is not None and not isinstance(name, str):
-            raise ValidationError("name must be a string")
+        if name is not None:
+            check_text(name, "name", MAX_DISPLAY_NAME, line=True)
         user = User(user_id=user_id, name=name, role=role)  # type: ignore[arg-type]
         self._store.put_user(user)
         return user
@@ -91,8 +98,8 @@ class Principals:
         again.
         """
         self._access.self_or_admin(by, user_id)
-        if label is not None and (not isinstance(label, str) or len(label) > MAX_KEY_LABEL):
-            raise ValidationError(f"label must be a string of at most {MAX_KEY_LABEL} characters")
+        if label is not None:
+            check_text(label, "label", MAX_KEY_LABEL, line=True)
         secret = keys.new_key()
         key = ApiKey(key_id=new_id(), user_id=user_id, label=label, secret=secret)
         self._store.put_key(key, keys.key_hash(secret))
@@ -106,6 +113,8 @@ class Principals:
     def revoke_key(self, user_id: str, key_id: str, *, by: str) -> None:
         """Revoke one of ``user_id``'s keys; ``KeyNotFound`` if it has no such live key."""
         self._access.self_or_admin(by, user_id)
+        if isinstance(key_id, str):
+            check_text(key_id, "key_id", MAX_ID_CHARS, line=True)
         if not isinstance(key_id, str) or not self._store.revoke_key(user_id, key_id, by):
             raise NotFoundError(
                 f"user {user_id!r} has no active key {key_id!r}", hint="list the user's keys"
@@ -117,7 +126,10 @@ class Principals:
             raise Unauthenticated(
                 "an API key is required", hint="send the header 'Authorization: Bearer KEY'"
             )
-        user_id = self._store.key_user(keys.key_hash(key))
+        try:
+            user_id = self._store.key_user(keys.key_hash(key))
+        except UnicodeEncodeError:  # a lone surrogate: no key has one
+            user_id = None
         if user_id is None:
             raise Unauthenticated("the API key is unknown or revoked")
         return self._access.user(user_id)
@@ -162,6 +174,7 @@ class Principals:
         self._access.user(owner)
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("cube name must be a non-empty string")
+        check_text(name, "cube name", MAX_DISPLAY_NAME, line=True)
         if cube_id is not None:
             check_id(cube_id, "cube_id")
         if kind not in CUBE_KINDS:

@@ -5,18 +5,25 @@ client names).  ``chunk_text`` splits text into chunks of at most ``size`` chara
 paragraph breaks where they can, else at sentence ends, else at spaces; consecutive chunks share
 up to ``overlap`` characters of whole sentences or paragraphs.  Each chunk's ``start``/``end`` is its
 span in the parsed text, so ``text[start:end] == chunk.text``.
+
+A document's text may have at most ``limits.MAX_DOCUMENT_CHARS`` characters (a PDF stops being
+read past it).  pypdf's warnings about a damaged file ("EOF marker not found") are not logged:
+a PDF that cannot be read is a ``ValidationError`` that says so, and one read despite damage
+needs no warning.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
 from memstrata.errors import ValidationError
+from memstrata.limits import MAX_DOCUMENT_CHARS
 
 SUFFIXES = (".txt", ".md", ".json", ".pdf")
 _PARAGRAPH = re.compile(r"\n\s*\n")
@@ -51,9 +58,18 @@ def parse_document(filename: str, data: bytes) -> str:
         text = _decode(filename, data)
         if suffix == ".json":
             text = _json_text(filename, text)
+    if len(text) > MAX_DOCUMENT_CHARS:
+        raise _too_long(filename, len(text))
     if not text.strip():
         raise ValidationError(f"{filename!r} contains no text")
     return text
+
+
+def _too_long(filename: str, size: int) -> ValidationError:
+    return ValidationError(
+        f"{filename!r} has {size} characters of text; a document may have {MAX_DOCUMENT_CHARS}",
+        hint="split it into several documents",
+    )
 
 
 def chunk_text(text: str, size: int, overlap: int) -> list[Chunk]:
@@ -144,10 +160,12 @@ def _json_text(filename: str, text: str) -> str:
     """One ``path: value`` line per leaf, so every value is findable by its key."""
     try:
         value = json.loads(text)
+        lines: list[str] = []
+        _leaves(value, "", lines)
+    except RecursionError as exc:
+        raise ValidationError(f"{filename!r} is JSON nested too deeply to read") from exc
     except ValueError as exc:
         raise ValidationError(f"{filename!r} is not valid JSON: {exc}") from exc
-    lines: list[str] = []
-    _leaves(value, "", lines)
     return "\n".join(lines)
 
 
@@ -166,13 +184,30 @@ def _pdf_text(filename: str, data: bytes) -> str:
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
+    if b"%PDF-" not in data[:1024]:
+        raise ValidationError(f"{filename!r} is not a PDF (it has no %PDF- header)")
+    _quiet_pypdf()
+    pages: list[str] = []
+    size = 0
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             raise ValidationError(f"{filename!r} is an encrypted PDF", hint="upload it unlocked")
-        pages = [page.extract_text() or "" for page in reader.pages]
+        for page in reader.pages:
+            pages.append((page.extract_text() or "").strip())
+            size += len(pages[-1]) + 2
+            if size > MAX_DOCUMENT_CHARS:
+                raise _too_long(filename, size)
     except ValidationError:
         raise
-    except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
         raise ValidationError(f"{filename!r} is not a readable PDF: {exc}") from exc
-    return "\n\n".join(p.strip() for p in pages if p.strip())
+    return "\n\n".join(p for p in pages if p)
+
+
+def _quiet_pypdf() -> None:
+    """Leave pypdf's warnings about damaged files unlogged, unless the application set the level
+    of the ``pypdf`` logger itself."""
+    pypdf_log = logging.getLogger("pypdf")
+    if pypdf_log.level == logging.NOTSET:
+        pypdf_log.setLevel(logging.ERROR)

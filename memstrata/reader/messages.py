@@ -4,6 +4,13 @@ A message is a mapping with ``content`` (a non-empty string) and optionally ``ro
 ``"user"``), ``name`` (the speaker), ``timestamp`` (ISO 8601, epoch seconds or datetime; when it
 happened), ``id`` (the caller's own id, stored as ``external_id``) and ``metadata`` (a JSON
 object).  Anything else is a ``ValidationError`` raised before anything is written.
+
+The bounds are ``memstrata.limits``'s, each named in its error: at most ``MAX_MESSAGES`` messages
+and ``MAX_ADD_CHARS`` characters of content per call, ``MAX_CONTENT_CHARS`` per message,
+``MAX_NAME`` for a role or a name, ``MAX_EXTERNAL_ID`` for an id, ``MAX_METADATA_BYTES`` and
+``MAX_METADATA_DEPTH`` for metadata; event times from the year ``MIN_EVENT_YEAR``.  Content and
+metadata values are texts, roles, names, ids and metadata keys single lines (see
+``limits.check_text``); two messages of one call may not share an ``id``.
 """
 
 from __future__ import annotations
@@ -15,6 +22,17 @@ from datetime import datetime
 from typing import Any
 
 from memstrata.errors import ValidationError
+from memstrata.limits import (
+    MAX_ADD_CHARS,
+    MAX_CONTENT_CHARS,
+    MAX_EXTERNAL_ID,
+    MAX_MESSAGES,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
+    MAX_NAME,
+    MIN_EVENT_YEAR,
+    check_text,
+)
 from memstrata.model import parse_time
 
 _KEYS = ("role", "content", "timestamp", "name", "id", "metadata")
@@ -30,21 +48,69 @@ class Message:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-#: Longest message content accepted (a turn, not a book: documents are chunked instead).
-MAX_CONTENT_CHARS = 32_000
-
-
 def parse_messages(messages: object) -> list[Message]:
     """The validated messages of ``messages`` (see the module docstring)."""
     if isinstance(messages, str):
-        return [Message(content=_content(messages, "content"))]
+        return [Message(content=parse_content(messages, "content"))]
     if not isinstance(messages, (list, tuple)):
         raise ValidationError(
             f"messages must be a string or a list of messages, not {type(messages).__name__}"
         )
     if not messages:
         raise ValidationError("messages is empty", hint="pass at least one message")
-    return [_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
+    if len(messages) > MAX_MESSAGES:
+        raise ValidationError(
+            f"{len(messages)} messages in one call; at most {MAX_MESSAGES} are allowed",
+            hint="add them in several calls",
+        )
+    parsed = [_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
+    total = sum(len(m.content) for m in parsed)
+    if total > MAX_ADD_CHARS:
+        raise ValidationError(
+            f"the messages hold {total} characters; one call may add at most {MAX_ADD_CHARS}",
+            hint="add them in several calls, or long text as a document (add_document)",
+        )
+    _check_unique_ids(parsed)
+    return parsed
+
+
+def parse_content(value: object, where: str) -> str:
+    """``value`` as the text of a memory: a non-empty string within ``MAX_CONTENT_CHARS``."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{where} must be a string, not {type(value).__name__}")
+    if len(value) > MAX_CONTENT_CHARS:
+        raise ValidationError(
+            f"{where} has {len(value)} characters; a message may have {MAX_CONTENT_CHARS}",
+            hint="store long text as a document (add_document), which is split into chunks",
+        )
+    if not value.strip():
+        raise ValidationError(f"{where} is empty", hint="memories need some text")
+    return check_text(value, where, MAX_CONTENT_CHARS)
+
+
+def parse_metadata(value: object, where: str) -> dict[str, Any]:
+    """``value`` as an item's metadata: a JSON object with single-line string keys, every string
+    valid text, at most ``MAX_METADATA_BYTES`` as JSON and ``MAX_METADATA_DEPTH`` deep."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{where} must be a JSON object with string keys")
+    try:  # in C, before any walk in Python: a huge or very deep value is refused fast
+        encoded = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError as exc:
+        raise ValidationError(
+            f"{where} is nested more than {MAX_METADATA_DEPTH} levels deep"
+        ) from exc
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{where} is not JSON-serialisable: {exc}") from exc
+    size = len(encoded.encode("utf-8", "surrogatepass"))
+    if size > MAX_METADATA_BYTES:
+        raise ValidationError(
+            f"{where} takes {size} bytes as JSON; at most {MAX_METADATA_BYTES} are allowed",
+            hint="keep metadata small: store long values as memories or documents",
+        )
+    _check_json(value, where)
+    return dict(value)
 
 
 def _message(raw: object, where: str) -> Message:
@@ -53,38 +119,36 @@ def _message(raw: object, where: str) -> Message:
     unknown = sorted(set(map(str, raw)) - set(_KEYS))
     if unknown:
         raise ValidationError(
-            f"{where} has unknown key(s) {', '.join(unknown)}", hint=f"known: {', '.join(_KEYS)}"
+            f"{where} has unknown key(s) {', '.join(unknown)[:200]}",
+            hint=f"known: {', '.join(_KEYS)}",
         )
     if "content" not in raw:
         raise ValidationError(f"{where} has no content")
     timestamp = raw.get("timestamp")
     return Message(
-        content=_content(raw["content"], f"{where}.content"),
-        role=_text(raw.get("role", "user"), f"{where}.role"),
-        name=None if raw.get("name") is None else _text(raw["name"], f"{where}.name"),
-        timestamp=None if timestamp is None else parse_time(timestamp, f"{where}.timestamp"),
+        content=parse_content(raw["content"], f"{where}.content"),
+        role=_line(raw.get("role", "user"), f"{where}.role"),
+        name=None if raw.get("name") is None else _line(raw["name"], f"{where}.name"),
+        timestamp=None if timestamp is None else _event_time(timestamp, f"{where}.timestamp"),
         external_id=_external_id(raw.get("id"), where),
-        metadata=_metadata(raw.get("metadata"), where),
+        metadata=parse_metadata(raw.get("metadata"), f"{where}.metadata"),
     )
 
 
-def _content(value: object, where: str) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{where} must be a string, not {type(value).__name__}")
-    if not value.strip():
-        raise ValidationError(f"{where} is empty", hint="memories need some text")
-    if len(value) > MAX_CONTENT_CHARS:
-        raise ValidationError(
-            f"{where} has {len(value)} characters; a message may have {MAX_CONTENT_CHARS}",
-            hint="store long text as a document (add_document), which is split into chunks",
-        )
-    return value
-
-
-def _text(value: object, where: str) -> str:
+def _line(value: object, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"{where} must be a non-empty string")
-    return value
+    return check_text(value, where, MAX_NAME, line=True)
+
+
+def _event_time(value: object, where: str) -> datetime:
+    when = parse_time(value, where)
+    if when.year < MIN_EVENT_YEAR:
+        raise ValidationError(
+            f"{where} is in the year {when.year}; event times start in the year {MIN_EVENT_YEAR}",
+            hint="give the time as ISO 8601 with a four-digit year",
+        )
+    return when
 
 
 def _external_id(value: object, where: str) -> str | None:
@@ -92,16 +156,47 @@ def _external_id(value: object, where: str) -> str | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value) == "":
         raise ValidationError(f"{where}.id must be a non-empty string or an integer")
-    return str(value)
+    if isinstance(value, int) and abs(value) >= 10**MAX_EXTERNAL_ID:  # str() of a huge int is slow
+        raise ValidationError(f"{where}.id has over {MAX_EXTERNAL_ID} digits")
+    return check_text(str(value), f"{where}.id", MAX_EXTERNAL_ID, line=True)
 
 
-def _metadata(value: object, where: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise ValidationError(f"{where}.metadata must be a JSON object with string keys")
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"{where}.metadata is not JSON-serialisable: {exc}") from exc
-    return dict(value)
+def _check_unique_ids(messages: list[Message]) -> None:
+    """``ValidationError`` naming the first two messages of one call that share an ``id``."""
+    first: dict[str, int] = {}
+    for i, message in enumerate(messages):
+        if message.external_id is None:
+            continue
+        if message.external_id in first:
+            raise ValidationError(
+                f"messages[{i}] has the id {message.external_id!r} of messages"
+                f"[{first[message.external_id]}]: a duplicate id in one call",
+                hint="give every message of a call its own id",
+            )
+        first[message.external_id] = i
+
+
+def _check_json(value: object, where: str) -> None:
+    """Walk ``value`` (without recursion): string keys that are lines, string values that are
+    text, nesting at most ``MAX_METADATA_DEPTH`` deep.  Sizes are checked once it is encoded."""
+    pending: list[tuple[object, int]] = [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if isinstance(node, str):
+            check_text(node, f"{where} value", MAX_METADATA_BYTES)
+            continue
+        if not isinstance(node, (Mapping, list, tuple)):
+            continue
+        if depth > MAX_METADATA_DEPTH:
+            raise ValidationError(
+                f"{where} is nested more than {MAX_METADATA_DEPTH} levels deep",
+                hint="flatten it",
+            )
+        if isinstance(node, Mapping):
+            for key, inner in node.items():
+                if not isinstance(key, str):
+                    raise ValidationError(f"{where} must be a JSON object with string keys")
+                check_text(key, f"{where} key", MAX_NAME, line=True)
+                pending.append((inner, depth + 1))
+        else:
+            pending.extend((inner, depth + 1) for inner in node)

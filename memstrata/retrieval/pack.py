@@ -15,8 +15,19 @@ The rendered context is plain text in sections, each line dated and attributed::
 do not all fit), *Relevant memories* the search hits in rank order until the budget is spent,
 shown in time order.  A hit on a derived item (a segment) is shown as ``(topic)`` with its
 keywords and summary, and its ``sources`` stay in the structured result.  Sections are left out
-when empty.  Tokens are counted offline as whitespace-separated words × 1.3, rounded up — the
-measure the LoCoMo baselines use; the rendered text never exceeds the budget.
+when empty.
+
+Stored content cannot forge a line of this format: every field shown (speaker or role, keywords,
+text, profile lines) is put on one line (``text.one_line``: line breaks and control characters
+become spaces), a speaker or keyword is cut at ``limits.MAX_NAME`` characters, and a profile line
+loses any leading ``#`` or ``[``.  So each line is a header, a memory starting with its date, or
+a profile line, whatever the memories say.
+
+Tokens are counted offline as whitespace-separated words × 1.3, rounded up — the measure the
+LoCoMo baselines use — where a word longer than ``WORD_CHARS`` characters counts once per
+``WORD_CHARS`` (so text without spaces, a long name or a CJK run, is not nearly free).  Every
+character of the rendered text is counted, speakers and headers included, and the text never
+exceeds the budget: a budget of N tokens holds at most about 10 × N characters.
 """
 
 from __future__ import annotations
@@ -25,21 +36,40 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from memstrata.limits import MAX_NAME
 from memstrata.model import Hit, MemoryItem
+from memstrata.text import one_line
+
+#: A word counts once per this many characters (rounded up).
+WORD_CHARS = 12
+HEADERS = {
+    "profile": "# Profile",
+    "recent": "# Recent conversation",
+    "hits": "# Relevant memories",
+}
 
 
 def count_tokens(text: str) -> int:
-    """Offline token estimate: words × 1.3, rounded up."""
-    return math.ceil(len(text.split()) * 1.3)
+    """Offline token estimate: words × 1.3, rounded up; a word counts once per ``WORD_CHARS``
+    characters."""
+    words = sum(-(-len(word) // WORD_CHARS) for word in text.split())
+    return math.ceil(words * 1.3)
 
 
 def render(item: MemoryItem) -> str:
     """One context line for an item: date, who (or the segment's keywords), text."""
     when = item.event_time.date().isoformat()
     if item.type == "segment":
-        return f"[{when}] (topic) {' · '.join(item.keywords[:4])}: {item.text}"
-    who = item.speaker or item.role or "someone"
-    return f"[{when}] {who}: {' '.join(item.text.split())}"
+        topic = " · ".join(one_line(k, MAX_NAME) for k in item.keywords[:4])
+        return f"[{when}] (topic) {topic}: {one_line(item.text)}"
+    who = one_line(item.speaker or item.role or "", MAX_NAME) or "someone"
+    return f"[{when}] {who}: {one_line(item.text)}"
+
+
+def profile_line(line: str) -> str:
+    """A profile line as shown: one line, not starting with ``#`` or ``[`` ("" if nothing is
+    left)."""
+    return one_line(line).lstrip("#[ ")
 
 
 @dataclass(frozen=True)
@@ -72,20 +102,15 @@ def pack(
     order.  Items already packed as recent turns are not repeated among the hits.
     """
     used = 0
-    headers = {
-        "profile": "# Profile",
-        "recent": "# Recent conversation",
-        "hits": "# Relevant memories",
-    }
     kept_profile: list[str] = []
-    for line in profile:
-        cost = count_tokens(line) + (0 if kept_profile else count_tokens(headers["profile"]))
+    for line in filter(None, map(profile_line, profile)):
+        cost = count_tokens(line) + (0 if kept_profile else count_tokens(HEADERS["profile"]))
         if used + cost <= budget:
             kept_profile.append(line)
             used += cost
     kept_recent: list[MemoryItem] = []
     for item in reversed(recent):
-        cost = count_tokens(render(item)) + (0 if kept_recent else count_tokens(headers["recent"]))
+        cost = count_tokens(render(item)) + (0 if kept_recent else count_tokens(HEADERS["recent"]))
         if used + cost > budget:
             break
         kept_recent.append(item)
@@ -95,7 +120,7 @@ def pack(
     for hit in hits:
         if hit.item.id in seen:
             continue
-        cost = count_tokens(render(hit.item)) + (0 if kept_hits else count_tokens(headers["hits"]))
+        cost = count_tokens(render(hit.item)) + (0 if kept_hits else count_tokens(HEADERS["hits"]))
         if used + cost > budget:
             continue  # a shorter item further down may still fit
         kept_hits.append(hit)
@@ -104,11 +129,11 @@ def pack(
     kept_recent.reverse()
     sections = []
     if kept_profile:
-        sections.append([headers["profile"], *kept_profile])
+        sections.append([HEADERS["profile"], *kept_profile])
     if kept_recent:
-        sections.append([headers["recent"], *map(render, kept_recent)])
+        sections.append([HEADERS["recent"], *map(render, kept_recent)])
     if kept_hits:
         by_time = sorted((h.item for h in kept_hits), key=lambda i: (i.event_time, i.id))
-        sections.append([headers["hits"], *map(render, by_time)])
+        sections.append([HEADERS["hits"], *map(render, by_time)])
     text = "\n".join(line for section in sections for line in section)
     return Context(text, count_tokens(text), budget, kept_hits, kept_recent, kept_profile)
