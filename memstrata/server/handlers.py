@@ -3,9 +3,9 @@
     {"error": {"code": "not_found", "message": "unknown cube 'x'", "hint": "…"}}
 
 ``hint`` is present only when there is one.  A ``MemstrataError`` keeps its ``status`` and ``code``;
-FastAPI's own errors (unknown path 404, wrong method 405, malformed JSON or a body that does not
-fit the schema 422, a malformed multipart body 400) get the same shape with codes from
-``HTTP_CODES``.  A 401 carries ``WWW-Authenticate: Bearer``.  Unexpected exceptions are turned into
+FastAPI's own errors (unknown path 404, wrong method 405, malformed JSON — too deeply nested, a
+lone surrogate escape — or a body that does not fit the schema 422, a malformed multipart body
+400) get the same shape with codes from ``HTTP_CODES``.  A 401 carries ``WWW-Authenticate: Bearer``.  Unexpected exceptions are turned into
 a 500 by ``middleware.CatchAll``, not here.
 """
 
@@ -61,9 +61,12 @@ def describe(problems: Sequence[Any]) -> str:
     """One line for pydantic's list of validation problems: ``where: what; …``."""
     parts = []
     for problem in problems[:MAX_PROBLEMS]:
+        why = (problem.get("ctx") or {}).get("error")
+        if problem.get("type") == "json_invalid":  # FastAPI's and pydantic's words, made one
+            parts.append(f"body: not valid JSON ({why or problem.get('msg')})")
+            continue
         where = ".".join(str(p) for p in problem.get("loc", ())) or "request"
         what = str(problem.get("msg", "invalid"))
-        why = (problem.get("ctx") or {}).get("error")
         if isinstance(why, str) and why not in what:
             what += f" ({why})"
         parts.append(f"{where}: {what}")

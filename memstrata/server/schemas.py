@@ -16,7 +16,7 @@ which document them in OpenAPI; the plain records (``User``, ``Cube``, ``Grant``
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
@@ -25,7 +25,13 @@ from memstrata.lifecycle.states import Includable, Target
 from memstrata.limits import (
     MAX_BUDGET,
     MAX_CHAT_TOKENS,
+    MAX_CONTENT_CHARS,
+    MAX_CUBE_IDS,
+    MAX_DISPLAY_NAME,
     MAX_KEY_LABEL,
+    MAX_MESSAGES,
+    MAX_QUERY_CHARS,
+    MAX_REASON,
     MAX_TOP_K,
     MAX_WAIT_S,
     RUNTIME_RANGES,
@@ -81,7 +87,7 @@ class _Out(BaseModel):
 
 class UserIn(_Body):
     user_id: str
-    name: str | None = None
+    name: str | None = Field(default=None, max_length=MAX_DISPLAY_NAME)
     role: Role = "user"
 
 
@@ -124,7 +130,7 @@ def _key_record(key: ApiKey) -> dict[str, Any]:
 
 
 class CubeIn(_Body):
-    name: str
+    name: str = Field(max_length=MAX_DISPLAY_NAME)
     cube_id: str | None = Field(default=None, description="Default: a generated id.")
     kind: CubeKind = "user"
     settings: dict[str, Any] | None = Field(
@@ -149,11 +155,17 @@ class AddIn(_Body):
     """Memories to add: ``messages`` (chat messages or one string) or ``memory_content``."""
 
     cube_id: str = Field(validation_alias=AliasChoices("cube_id", "mem_cube_id"))
-    messages: list[dict[str, Any]] | str | None = Field(
+    messages: (
+        Annotated[list[dict[str, Any]], Field(max_length=MAX_MESSAGES)]
+        | Annotated[str, Field(max_length=MAX_CONTENT_CHARS)]
+        | None
+    ) = Field(
         default=None,
         description="Chat messages: each {content, role?, name?, timestamp?, id?, metadata?}.",
     )
-    memory_content: str | None = Field(default=None, description="One text to remember.")
+    memory_content: str | None = Field(
+        default=None, max_length=MAX_CONTENT_CHARS, description="One text to remember."
+    )
     session_id: str | None = None
     user_id: str | None = _user_field()
 
@@ -165,9 +177,11 @@ class Added(BaseModel):
 
 
 class UpdateIn(_Body):
-    text: str | None = None
+    text: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
     metadata: dict[str, Any] | None = None
-    reason: str | None = Field(default=None, description="Why; kept in the history.")
+    reason: str | None = Field(
+        default=None, max_length=MAX_REASON, description="Why; kept in the history."
+    )
 
 
 class SourceOut(_Out):
@@ -247,9 +261,10 @@ class VersionOut(_Out):
 
 
 class SearchIn(_Body):
-    query: str
+    query: str = Field(max_length=MAX_QUERY_CHARS)
     cube_ids: list[str] | None = Field(
         default=None,
+        max_length=MAX_CUBE_IDS,
         validation_alias=AliasChoices("cube_ids", "install_cube_ids"),
         description="Default: every cube the caller may read.",
     )
@@ -273,10 +288,12 @@ class SearchOut(BaseModel):
 
 
 class ContextIn(_Body):
-    query: str
+    query: str = Field(max_length=MAX_QUERY_CHARS)
     budget_tokens: int = Field(default=1000, ge=1, le=MAX_BUDGET)
     cube_ids: list[str] | None = Field(
-        default=None, validation_alias=AliasChoices("cube_ids", "install_cube_ids")
+        default=None,
+        max_length=MAX_CUBE_IDS,
+        validation_alias=AliasChoices("cube_ids", "install_cube_ids"),
     )
     session_id: str | None = Field(default=None, description="Its working turns come first.")
     filters: dict[str, Any] | None = None
@@ -301,7 +318,7 @@ class ContextOut(_Out):
 
 
 class ChatIn(_Body):
-    query: str
+    query: str = Field(max_length=MAX_QUERY_CHARS)
     cube_id: str = Field(
         validation_alias=AliasChoices("cube_id", "mem_cube_id"),
         description="Where the exchange is stored (needs write); context comes from every readable cube.",

@@ -21,8 +21,12 @@ from memstrata.limits import (
     MAX_AUDIT_LIMIT,
     MAX_BUDGET,
     MAX_CHAT_TOKENS,
+    MAX_CONTENT_CHARS,
+    MAX_DISPLAY_NAME,
     MAX_KEY_LABEL,
     MAX_OFFSET,
+    MAX_QUERY_CHARS,
+    MAX_REASON,
     MAX_TOP_K,
     MAX_WAIT_S,
     RUNTIME_RANGES,
@@ -53,6 +57,15 @@ REST_BOUNDS: dict[str, dict[str, float]] = {
     "ChatIn.budget_tokens": {"minimum": 1, "maximum": MAX_BUDGET},
     "ChatIn.max_tokens": {"minimum": 1, "maximum": MAX_CHAT_TOKENS},
     "KeyIn.label": {"maxLength": MAX_KEY_LABEL},
+    "SearchIn.query": {"maxLength": MAX_QUERY_CHARS},
+    "ContextIn.query": {"maxLength": MAX_QUERY_CHARS},
+    "ChatIn.query": {"maxLength": MAX_QUERY_CHARS},
+    "UserIn.name": {"maxLength": MAX_DISPLAY_NAME},
+    "CubeIn.name": {"maxLength": MAX_DISPLAY_NAME},
+    "UpdateIn.text": {"maxLength": MAX_CONTENT_CHARS},
+    "AddIn.messages": {"maxLength": MAX_CONTENT_CHARS},  # one string; a list is maxItems
+    "AddIn.memory_content": {"maxLength": MAX_CONTENT_CHARS},
+    "UpdateIn.reason": {"maxLength": MAX_REASON},
     "WaitIn.timeout_s": {"minimum": 0, "maximum": MAX_WAIT_S},
     "RollbackIn.version": {"minimum": 1},  # versions count from 1
     "GET /memories/{cube_id} ?limit": {"minimum": 1, "maximum": MAX_TOP_K},
@@ -118,6 +131,10 @@ def rest_schemas(memory: MemoryOS) -> dict[str, Any]:
     schemas: dict[str, Any] = dict(described["components"]["schemas"])
     for path, operations in described["paths"].items():
         for method, operation in operations.items():
+            content = operation.get("requestBody", {}).get("content", {})
+            body = content.get("application/json", {}).get("schema", {})
+            if "title" in body:  # a body described in place (POST /memories), not by reference
+                schemas[body["title"]] = body
             for parameter in operation.get("parameters", []):
                 if parameter["in"] == "query":
                     where = f"{method.upper()} {path} ?{parameter['name']}"

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import Response
 
 from memstrata.model import Cube, Grant
 from memstrata.server.auth import Caller, Memory
-from memstrata.server.routes import ERRORS
+from memstrata.server.routes import make_router
 from memstrata.server.schemas import CubeDeleted, CubeIn, ShareIn
 
-router = APIRouter(tags=["cubes"], responses=ERRORS)
+router = make_router(["cubes"])
 
 
 @router.post("/mem_cubes", status_code=201, summary="Create a cube owned by the caller")

@@ -11,15 +11,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from memstrata.limits import MAX_AUDIT_LIMIT
 from memstrata.model import Event
 from memstrata.server.auth import Caller, Memory
-from memstrata.server.routes import ERRORS
+from memstrata.server.routes import make_router
 from memstrata.server.schemas import Erased, EraseIn, MemoryOut, RollbackIn, TransitionIn
 
-router = APIRouter(tags=["lifecycle"], responses=ERRORS)
+router = make_router(["lifecycle"])
 
 
 @router.post(

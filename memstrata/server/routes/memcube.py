@@ -16,15 +16,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
-from fastapi import APIRouter, File, Form, UploadFile
+from fastapi import File, Form, UploadFile
 from fastapi.responses import StreamingResponse
 
 from memstrata.errors import MemCubeError
 from memstrata.model import Cube
 from memstrata.server.auth import Caller, Memory
-from memstrata.server.routes import ERRORS, JSON_ERRORS
+from memstrata.server.routes import JSON_ERRORS, make_router
 
-router = APIRouter(tags=["cubes"], responses=ERRORS)
+router = make_router(["cubes"])
 
 GZIP = "application/gzip"
 #: How many bytes of an export one piece of the response holds.

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import pydantic
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from starlette.datastructures import UploadFile
@@ -17,10 +17,10 @@ from memstrata.limits import MAX_OFFSET, MAX_TOP_K
 from memstrata.memory.system import MemoryOS
 from memstrata.model import ItemType, Status, Tier, User
 from memstrata.server.auth import Caller, Memory
-from memstrata.server.routes import ERRORS, check_self
+from memstrata.server.routes import check_self, make_router
 from memstrata.server.schemas import Added, AddIn, ErrorBody, MemoryOut, UpdateIn, VersionOut
 
-router = APIRouter(tags=["memories"], responses=ERRORS)
+router = make_router(["memories"])
 
 #: The form fields of a document upload (``file`` is the document itself).
 _FORM_FIELDS = ("file", "cube_id", "mem_cube_id", "session_id", "user_id")

@@ -4,23 +4,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any, cast
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import PlainTextResponse
 
 from memstrata.limits import MAX_TOP_K
 from memstrata.scheduler import Task, TaskStatus
 from memstrata.server import metrics
 from memstrata.server.auth import Caller, Memory
-from memstrata.server.routes import ERRORS, JSON_ERRORS
+from memstrata.server.routes import JSON_ERRORS, make_router
 from memstrata.server.schemas import ConfigureIn, Health, WaitIn, WaitOut
 from memstrata.version import version
 
-router = APIRouter(tags=["operations"], responses=ERRORS)
+router = make_router(["operations"])
 #: Routes that declare their own responses: ``/health`` (no key, no errors) and ``/metrics``.
-public = APIRouter(tags=["operations"])
+public = make_router(["operations"], errors=False)
 
 
-@public.get("/health", summary="Liveness (no API key needed)")
+@public.head("/health", include_in_schema=False)
+@public.get("/health", summary="Liveness (no API key needed; HEAD too)")
 def health() -> Health:
     return Health(status="ok", version=version())
 

@@ -7,12 +7,11 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
 from memstrata.errors import MemstrataError
 from memstrata.server.auth import Caller, Memory
-from memstrata.server.routes import ERRORS, check_self
+from memstrata.server.routes import check_self, make_router
 from memstrata.server.schemas import (
     ChatIn,
     ChatOut,
@@ -24,7 +23,7 @@ from memstrata.server.schemas import (
     SearchOut,
 )
 
-router = APIRouter(tags=["retrieval"], responses=ERRORS)
+router = make_router(["retrieval"])
 
 _LLM_ERRORS: dict[int | str, dict[str, Any]] = {
     502: {"model": ErrorBody, "description": "The chat model failed (unreachable, timed out)"},

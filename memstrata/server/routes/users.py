@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import Response
 
 from memstrata.model import ProfileAttribute, User
 from memstrata.server.auth import Caller, Memory
-from memstrata.server.routes import ERRORS, user_path
+from memstrata.server.routes import make_router, user_path
 from memstrata.server.schemas import KeyIn, KeyOut, NewKey, UserIn
 
-router = APIRouter(tags=["users"], responses=ERRORS)
+router = make_router(["users"])
 
 
 @router.get("/users", summary="List every user (admin only)")
