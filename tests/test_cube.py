@@ -488,6 +488,15 @@ def _bad_field(root: Path) -> None:
     rewrite(root, "items.jsonl", "".join(json.dumps(i) + "\n" for i in items).encode())
 
 
+def _lone_surrogate(root: Path) -> None:
+    """A ``\\udfff`` escape in a metadata value: valid JSON, no text (a pair, an emoji, is fine)."""
+    items = lines(root / "items.jsonl")
+    items[0]["metadata"]["note"] = "fine \U0001f600"
+    items[1]["metadata"]["note"] = "x\udfff"
+    text = "".join(json.dumps(i) + "\n" for i in items)  # ASCII: every surrogate escaped
+    rewrite(root, "items.jsonl", text.encode())
+
+
 def _pickled_vectors(root: Path) -> None:
     buffer = io.BytesIO()
     np.save(buffer, np.array([{"evil": 1}], dtype=object), allow_pickle=True)
@@ -524,6 +533,7 @@ CORRUPTIONS: dict[str, tuple[Callable[[Path], None], str]] = {
     "unlisted file": (lambda r: (r / "notes.txt").write_text("hi"), "unexpected entry 'notes.txt'"),
     "bad field": (_bad_field, "items.jsonl line 2: field 'tier' must be one of working, mid, long"),
     "pickled vectors": (_pickled_vectors, "vectors.npy is not a usable vector matrix"),
+    "lone surrogate": (_lone_surrogate, "items.jsonl line 2 holds a lone surrogate"),
     "symlinked file": (_symlinked_file, "unexpected entry 'items.jsonl'"),
     "wrong count": (_wrong_count, "counts 1 events"),
     "stray vector": (_stray_vector, "names 'not-an-item'"),

@@ -53,6 +53,8 @@ from memstrata.model import MemoryItem, Version, utcnow
 #: What reading a damaged archive may raise (gzip raises EOFError for a truncated stream).
 _UNREADABLE = (tarfile.TarError, EOFError, zlib.error, OSError)
 _SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,16}$")
+#: A JSON escape of a UTF-16 surrogate (D800-DFFF).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def write_cube(
@@ -352,11 +354,12 @@ def _read(root: Path) -> MemCube:
 
 
 def _read_manifest(root: Path) -> Manifest:
+    failed = "is missing or not valid JSON"
     try:
-        raw = json.loads((root / MANIFEST).read_text(encoding="utf-8"), parse_constant=_constant)
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise MemCubeError(f"{MANIFEST} is missing or not valid JSON: {_why(exc)}") from exc
-    return records.manifest_from_record(raw)
+        text = (root / MANIFEST).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MemCubeError(f"{MANIFEST} {failed}: {_why(exc)}") from exc
+    return records.manifest_from_record(_parse(text, MANIFEST, failed))
 
 
 def _check_files(root: Path, files: set[str], manifest: Manifest) -> None:
@@ -386,9 +389,10 @@ def _read_lines(path: Path, name: str) -> Iterator[tuple[str, Any]]:
             if not line.endswith(b"\n"):
                 raise MemCubeError(f"{where} is cut short (no final newline)")
             try:
-                yield where, json.loads(line.decode("utf-8"), parse_constant=_constant)
-            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
                 raise MemCubeError(f"{where} is not valid JSON: {exc}") from exc
+            yield where, _parse(text, where)
 
 
 def _why(exc: BaseException) -> str:
@@ -399,15 +403,35 @@ def _why(exc: BaseException) -> str:
     return str(exc)
 
 
+def _parse(text: str, where: str, failed: str = "is not valid JSON") -> Any:
+    """``text`` as JSON, or ``MemCubeError`` naming ``where``: for what is not JSON (NaN and
+    infinity included), and for a lone surrogate, which a ``\\ud800`` escape can write but no
+    UTF-8 text (so no database row) can hold."""
+    try:
+        value = json.loads(text, parse_constant=_constant)
+        if _SURROGATE_ESCAPE.search(text):  # a pair makes one character; check what came out
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(exc.object[exc.start])
+        raise MemCubeError(
+            f"{where} holds a lone surrogate (U+{code:04X}), which is not text",
+            hint="a surrogate escape must be half of a pair",
+        ) from exc
+    except (ValueError, RecursionError) as exc:
+        raise MemCubeError(f"{where} {failed}: {exc}") from exc
+    return value
+
+
 def _constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
 def _read_ids(path: Path) -> list[str]:
     try:
-        ids = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise MemCubeError(f"{VECTOR_IDS} is not valid JSON: {_why(exc)}") from exc
+    ids = _parse(text, VECTOR_IDS)
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise MemCubeError(f"{VECTOR_IDS} must be a JSON array of item ids")
     return cast(list[str], ids)
