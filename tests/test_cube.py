@@ -643,11 +643,12 @@ def test_a_malicious_archive_is_refused_and_writes_nothing_outside(
 def test_the_format_holds_every_year(tmp_path: Path) -> None:
     """Years 1 to 9999 are written with four digits (``strftime`` writes year 99 as "99" on
     Linux, which ISO 8601 readers refuse) and read back as they were; a time a zone pushes out of
-    that range is a MemCubeError, not a crash."""
+    that range, or one the database would store as seconds that read back past year 9999, is a
+    MemCubeError, not a crash (then, or at every later read of the cube)."""
     utc = timezone.utc
     times = [datetime(1, 1, 1, tzinfo=utc), datetime(99, 3, 1, 10, 0, 0, 123456, tzinfo=utc),
              datetime(999, 12, 31, 23, 59, 59, tzinfo=utc),
-             datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=utc)]  # fmt: skip
+             datetime(9999, 12, 31, 23, 59, 59, tzinfo=utc)]  # fmt: skip
     items = [
         MemoryItem(id=f"i{n}", cube_id="old", text="x", event_time=t, created_at=t, updated_at=t,
                    valid_from=t, last_accessed_at=t)
@@ -666,14 +667,14 @@ def test_the_format_holds_every_year(tmp_path: Path) -> None:
         assert back.items == items and [e.at for e in back.events] == times
         assert back.cube.created_at == times[0]
     text = (tmp_path / "old/items.jsonl").read_text()
-    rewrite(
-        tmp_path / "old",
-        "items.jsonl",
-        text.replace("0001-01-01T00:00:00.000000Z", "0001-01-01T00:00:00+01:00").encode(),
-    )
-    refused = pytest.raises(MemCubeError, match="line 1: field 'event_time' must be an ISO 8601")
-    with refused, open_cube(tmp_path / "old"):
-        pass
+    for old, new in (
+        ("0001-01-01T00:00:00.000000Z", "0001-01-01T00:00:00+01:00"),  # year 0 in UTC
+        ("9999-12-31T23:59:59.000000Z", "9999-12-31T23:59:59.999999Z"),  # stored: 10000
+    ):
+        rewrite(tmp_path / "old", "items.jsonl", text.replace(old, new).encode())
+        refused = pytest.raises(MemCubeError, match="field 'event_time' must be an ISO 8601")
+        with refused, open_cube(tmp_path / "old"):
+            pass
 
 
 def test_a_failed_import_names_no_path_of_the_database(

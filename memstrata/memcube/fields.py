@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from typing import Any, NoReturn, cast
 
 from memstrata.errors import MemCubeError
-from memstrata.model import Source
+from memstrata.model import Source, from_epoch, to_epoch
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 MAX_INT = 2**63 - 1  # SQLite's INTEGER
@@ -91,6 +91,8 @@ class Fields:
         return value
 
     def optional_time(self, key: str) -> datetime | None:
+        """A time with a zone, as UTC, that the database can hold: it keeps epoch seconds, and
+        must read them back as a time (the last microseconds of year 9999 round into 10000)."""
         value = self.raw.get(key)
         if value is None:
             return None
@@ -100,10 +102,16 @@ class Fields:
             utc = (
                 None if parsed is None or parsed.tzinfo is None else parsed.astimezone(timezone.utc)
             )
-        except (ValueError, OverflowError):  # overflow: a zone pushes it past year 1 or 9999
+            if utc is not None:
+                from_epoch(to_epoch(utc))
+        except (ValueError, OverflowError, OSError):  # out of range once in UTC, or stored
             utc = None
         if utc is None:
-            self.fail(key, "an ISO 8601 time with a time zone, e.g. 2024-05-08T13:56:00.000000Z")
+            self.fail(
+                key,
+                "an ISO 8601 time with a time zone from year 1 to 9999, "
+                "e.g. 2024-05-08T13:56:00.000000Z",
+            )
         return utc
 
     def time(self, key: str) -> datetime:
