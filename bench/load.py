@@ -265,18 +265,26 @@ async def one_client(
 
 
 async def request(
-    http: httpx.AsyncClient, op: str, path: str, body: dict[str, Any], samples: Samples
-) -> None:
+    http: httpx.AsyncClient,
+    op: str,
+    path: str,
+    body: dict[str, Any],
+    samples: Samples,
+    method: str = "POST",
+) -> httpx.Response | None:
+    """Send one request and note its latency under ``op``; the response when it is a 200, else
+    None (the failure is noted instead)."""
     started = time.perf_counter()
     try:
-        response = await http.post(path, json=body)
+        response = await http.request(method, path, json=body)
     except httpx.HTTPError as exc:
         samples.failed(op, f"{type(exc).__name__}: {exc}")
-        return
+        return None
     if response.status_code != 200:
         samples.failed(op, f"{response.status_code} {response.text[:200]}")
-        return
+        return None
     samples.ms[op].append((time.perf_counter() - started) * 1000)
+    return response
 
 
 # -- the report ------------------------------------------------------------------------------

@@ -1,0 +1,39 @@
+"""``bench/soak.py`` in its short form: 8 clients for 20 s (after a 10 s warm-up) mixing adds,
+searches, contexts, updates and erasures against ``memstrata serve`` on loopback.
+
+Every request must succeed and the server's memory must stay bounded.  The growth limit here is
+looser than the full form's 10 % (``docs/benchmarks.md``): over 20 s the database's page caches
+and the allocator are still filling, a larger share of so short a run than of five minutes.
+The server must also stop cleanly at the end (exit status 0).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TIME_LIMIT_S = 180
+SHORT_FORM = ["--clients", "8", "--duration", "20", "--warm-up", "10", "--users", "2",
+              "--seed-turns", "30", "--max-rss-growth", "20"]  # fmt: skip
+
+
+def test_a_short_soak_has_no_errors_and_bounded_memory(tmp_path: Path) -> None:
+    out = tmp_path / "soak.json"
+    command = [sys.executable, "bench/soak.py", "--db", str(tmp_path / "soak.db"),
+               *SHORT_FORM, "--out", str(out)]  # fmt: skip
+    run = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=TIME_LIMIT_S, check=False
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["errors"] == 0 and result["error_samples"] == []
+    for op in ("add", "search", "context", "update", "erase"):
+        assert result[op]["count"] > 0, op
+        assert result[op]["p95_ms"] >= result[op]["p50_ms"] > 0, op
+    rss = result["server_rss"]
+    assert rss["growth_pct"] < 20 and rss["end_mib"] <= rss["peak_mib"]
+    assert result["server_exit_status"] == 0
+    assert "errors: 0" in run.stdout
