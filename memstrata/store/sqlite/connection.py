@@ -102,7 +102,10 @@ class SQLiteDatabase:
         self._depth = 0
         self._writing_thread: int | None = None
         self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        # Each thread's reader, by thread: a server's request threads come and go, and the
+        # reader of a thread that has ended is closed when the next one is opened.
+        self._readers: dict[threading.Thread, sqlite3.Connection] = {}
+        self._readers_lock = threading.Lock()
         self._vectors = VectorCache()
         if not self._in_memory:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -163,8 +166,11 @@ class SQLiteDatabase:
         if conn is None:
             conn = self._connect()
             self._local.conn = conn
-            with self._lock:
-                self._readers.append(conn)
+            with self._readers_lock:
+                ended = [t for t in self._readers if not t.is_alive()]
+                for thread in ended:
+                    self._readers.pop(thread).close()
+                self._readers[threading.current_thread()] = conn
         return conn
 
     @contextmanager
@@ -217,9 +223,14 @@ class SQLiteDatabase:
             raise StorageError(f"reading {self.path} failed: {exc}") from exc
 
     def close(self) -> None:
-        """Close every connection (the readers of all threads too); the store is unusable after."""
-        with self._lock:
-            for conn in [*self._readers, self._writer]:
+        """Close every connection (the readers of all threads too); the store is unusable after.
+
+        A write transaction in progress in another thread (a background task that ``close`` of
+        the scheduler gave up on) is let finish first; that thread's next call then fails with
+        ``StorageError`` or ``sqlite3.ProgrammingError`` ("closed database").
+        """
+        with self._lock, self._readers_lock:
+            for conn in [*self._readers.values(), self._writer]:
                 conn.close()
             self._readers.clear()
 
