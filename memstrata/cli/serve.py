@@ -68,7 +68,7 @@ def serve(host: str, port: int, db: str | None) -> None:
         )
 
 
-class Stop:
+class _Stop:
     """What ``until_stopped`` saw: ``requested`` once SIGTERM or SIGINT ended the block."""
 
     def __init__(self) -> None:
@@ -98,10 +98,10 @@ def until_stopped() -> Iterator[None]:
     way out; a second signal is ignored while that runs.  Then the process exits with status 0
     at once (``exit_now``): a thread left behind (a request past the grace period, still
     embedding; the MCP SDK's stdin reader) must not hold the exit.  A block that ends any other
-    way returns normally, with the previous handlers restored.  Outside the main thread it only
-    catches the interrupt.
+    way returns normally, with the previous handlers restored.  Outside the main thread (where no
+    signal handler can be set) it only catches the interrupt and returns.
     """
-    stop = Stop()
+    stop = _Stop()
     main = threading.current_thread() is threading.main_thread()
     previous = {sig: signal.signal(sig, stop.on_signal) for sig in STOP_SIGNALS} if main else {}
     try:
@@ -111,7 +111,7 @@ def until_stopped() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    if stop.requested:
+    if stop.requested and main:
         exit_now()
 
 
