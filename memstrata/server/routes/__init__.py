@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Coroutine
+from enum import Enum
 from typing import Any
 
 import pydantic_core
@@ -90,6 +91,6 @@ class JSONRoute(APIRoute):
         return strict
 
 
-def make_router(tags: list[str], *, errors: bool = True) -> APIRouter:
+def make_router(tags: list[str | Enum], *, errors: bool = True) -> APIRouter:
     """An ``APIRouter`` of ``JSONRoute``s with ``tags``, declaring ``ERRORS`` unless told not to."""
     return APIRouter(tags=tags, route_class=JSONRoute, responses=ERRORS if errors else None)
