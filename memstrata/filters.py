@@ -24,7 +24,14 @@ from datetime import datetime
 from typing import Any
 
 from memstrata.errors import ValidationError
-from memstrata.limits import MAX_CONTENT_CHARS, MAX_FILTER_KEYS, MAX_ID_CHARS, MAX_NAME, check_text
+from memstrata.limits import (
+    MAX_CONTENT_CHARS,
+    MAX_FILTER_KEYS,
+    MAX_ID_CHARS,
+    MAX_NAME,
+    check_text,
+    shown,
+)
 from memstrata.model import (
     ITEM_TYPES,
     SEARCHABLE_STATUSES,
@@ -72,7 +79,7 @@ def parse_filters(value: Filters | Mapping[str, Any] | None) -> Filters:
     unknown = sorted(set(value) - set(_KEYS))
     if unknown:
         raise ValidationError(
-            f"unknown filter key(s): {', '.join(map(str, unknown))}",
+            f"unknown filter key(s): {shown(unknown)}",
             hint=f"known keys: {', '.join(_KEYS)}",
         )
     session_id = value.get("session_id")
@@ -106,7 +113,7 @@ def _choices(
     bad = [v for v in items if v not in allowed]
     if bad:
         raise ValidationError(
-            f"filter {key} has unknown value(s) {bad!r}", hint=f"allowed: {', '.join(allowed)}"
+            f"filter {key} has unknown value(s) {shown(bad)}", hint=f"allowed: {', '.join(allowed)}"
         )
     return tuple(dict.fromkeys(items))
 
@@ -126,11 +133,12 @@ def _metadata(raw: Any) -> dict[str, Scalar]:
             f"filter metadata has {len(raw)} keys; at most {MAX_FILTER_KEYS} are allowed"
         )
     for key, val in raw.items():
+        if isinstance(key, str):
+            check_text(key, "filter metadata key", MAX_NAME, line=True)
         if not isinstance(key, str) or not key or '"' in key:
             raise ValidationError(
-                f"filter metadata key {key!r} must be a non-empty string without double quotes"
+                f"filter metadata key {shown(key)} must be a non-empty string without double quotes"
             )
-        check_text(key, "filter metadata key", MAX_NAME, line=True)
         if isinstance(val, str):
             check_text(val, f"filter metadata[{key!r}]", MAX_CONTENT_CHARS)
         elif isinstance(val, int) and not isinstance(val, bool) and not -(2**63) <= val < 2**63:

@@ -9,14 +9,16 @@ nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memstrata import MemoryOS
-from memstrata.errors import NotFoundError, ValidationError
+from memstrata.errors import MemstrataError, NotFoundError, ValidationError
 from memstrata.limits import (
     MAX_ADD_CHARS,
     MAX_CUBE_IDS,
@@ -35,6 +37,7 @@ from memstrata.limits import (
     check_text,
 )
 from tests.conftest import row_counts
+from tests.nasty import TEXT
 
 LONE = "\ud800"  # what a JSON "\ud800" escape becomes: no UTF-8 encoder takes it
 
@@ -279,3 +282,97 @@ def test_event_times_at_the_edges_of_the_calendar(mos: MemoryOS, alice_cube: str
     assert mos.get(first, user_id="alice").event_time.year == MIN_EVENT_YEAR
     # 9999-12-31 23:59 at UTC-5 is past the end of the calendar in UTC: refused, not stored
     refused(mos, add([{"content": "x", "timestamp": "9999-12-31T23:59:00-05:00"}]), "range")
+
+
+# -- bulk embedding holds the engine for short stretches -------------------------------------------
+
+
+def test_passages_are_embedded_in_batches_of_bounded_characters() -> None:
+    from memstrata.embed.base import BATCH_CHARS, BULK_TEXTS, char_batches
+
+    long = ["x" * 30_000] * 3
+    assert [len(b) for b in char_batches(long, BULK_TEXTS, BATCH_CHARS)] == [1, 1, 1]
+    short = ["y" * 100] * 20
+    assert [len(b) for b in char_batches(short, BULK_TEXTS, BATCH_CHARS)] == [8, 8, 4]
+    halves = ["z" * (BATCH_CHARS // 2)] * 5
+    assert [len(b) for b in char_batches(halves, BULK_TEXTS, BATCH_CHARS)] == [2, 2, 1]
+    # a text counts only what the model reads of it
+    assert [len(b) for b in char_batches(long, BULK_TEXTS, 3 * 100, max_chars=100)] == [3]
+    assert list(char_batches([], BULK_TEXTS, BATCH_CHARS)) == []
+
+
+# -- any hostile string, any field: a 4xx at worst -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryOS]:
+    with MemoryOS.open(str(tmp_path_factory.mktemp("hostile") / "m.db"), workers=0) as memory:
+        memory.create_user("alice")
+        memory.create_cube("notes", owner="alice", cube_id="notes")
+        yield memory
+
+
+def _message(**fields: Any) -> Callable[[MemoryOS], Any]:
+    return lambda m: m.add([{"content": "hi", **fields}], user_id="alice", cube_id="notes")
+
+
+HOSTILE_FIELDS: dict[str, Callable[[MemoryOS, Any], Any]] = {
+    "content": lambda m, v: _message(content=v)(m),
+    "role": lambda m, v: _message(role=v)(m),
+    "name": lambda m, v: _message(name=v)(m),
+    "id": lambda m, v: _message(id=v)(m),
+    "timestamp": lambda m, v: _message(timestamp=v)(m),
+    "metadata value": lambda m, v: _message(metadata={"k": v})(m),
+    "metadata key": lambda m, v: _message(metadata={v: 1})(m),
+    "session": lambda m, v: m.add("hi", user_id="alice", cube_id="notes", session_id=v),
+    "query": lambda m, v: m.search(v, user_id="alice"),
+    "context": lambda m, v: m.context(v, user_id="alice", budget_tokens=50),
+    "filter value": lambda m, v: m.search("hi", user_id="alice", filters={"metadata": {"k": v}}),
+    "filter key": lambda m, v: m.search("hi", user_id="alice", filters={"metadata": {v: 1}}),
+    "filter time": lambda m, v: m.search("hi", user_id="alice", filters={"since": v}),
+    "as_of": lambda m, v: m.search("hi", user_id="alice", as_of=v),
+    "cube id": lambda m, v: m.search("hi", user_id="alice", cube_ids=[v]),
+    "cube name": lambda m, v: m.create_cube(v, owner="alice"),
+    "user id": lambda m, v: m.create_user(v),
+    "user name": lambda m, v: m.create_user("u" + str(len(v)), name=v),
+    "label": lambda m, v: m.create_key("alice", by="alice", label=v),
+    "document": lambda m, v: m.add_document(
+        v.encode("utf-8", "surrogatepass"), filename="d.txt", user_id="alice", cube_id="notes"
+    ),
+    "filename": lambda m, v: m.add_document(b"text", filename=v, user_id="alice", cube_id="notes"),
+}
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(field=st.sampled_from(sorted(HOSTILE_FIELDS)), value=TEXT)
+def test_no_hostile_string_fails_the_core(shared: MemoryOS, field: str, value: str) -> None:
+    try:
+        HOSTILE_FIELDS[field](shared, value)
+    except MemstrataError as exc:
+        assert exc.status < 500, (field, value[:80], exc)
+
+
+def test_a_query_beside_bulk_passages_gets_the_same_vectors(mos: MemoryOS) -> None:
+    """e5 runs a query beside a bulk batch (its engine is reentrant): the vectors are the same
+    as when each runs alone."""
+    import threading
+
+    import numpy as np
+
+    embedder = mos.embedder
+    passages = [f"passage {i}: " + "Ann painted the lake at sunrise. " * 12 for i in range(5)]
+    queries = [f"what did Ann paint {i}?" for i in range(4)]
+    alone = embedder.embed_passages(passages), [embedder.embed_query(q) for q in queries]
+    together: dict[str, Any] = {}
+    bulk = threading.Thread(target=lambda: together.update(p=embedder.embed_passages(passages)))
+    bulk.start()
+    together["q"] = [embedder.embed_query(q) for q in queries]
+    bulk.join()
+    assert np.allclose(together["p"], alone[0], atol=1e-6)
+    assert np.allclose(np.stack(together["q"]), np.stack(alone[1]), atol=1e-6)

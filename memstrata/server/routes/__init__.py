@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Coroutine
-from enum import Enum
 from typing import Any
 
 import pydantic_core
@@ -23,6 +22,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.routing import APIRoute
 
 from memstrata.errors import ValidationError
+from memstrata.limits import shown
 from memstrata.model import User
 from memstrata.server.schemas import ErrorBody
 
@@ -55,7 +55,7 @@ def check_self(claimed: str | None, user: User) -> None:
     """Refuse a body's ``user_id`` that is not the caller's: identity comes from the key."""
     if claimed is not None and claimed != user.user_id:
         raise ValidationError(
-            f"user_id {claimed!r} is not the caller ({user.user_id!r})",
+            f"user_id {shown(claimed)} is not the caller ({user.user_id!r})",
             hint="omit user_id: the API key says who you are",
         )
 
@@ -91,6 +91,6 @@ class JSONRoute(APIRoute):
         return strict
 
 
-def make_router(tags: list[str | Enum], *, errors: bool = True) -> APIRouter:
-    """An ``APIRouter`` of ``JSONRoute``s with ``tags``, declaring ``ERRORS`` unless told not to."""
-    return APIRouter(tags=tags, route_class=JSONRoute, responses=ERRORS if errors else None)
+def make_router(tag: str, *, errors: bool = True) -> APIRouter:
+    """An ``APIRouter`` of ``JSONRoute``s tagged ``tag``, declaring ``ERRORS`` unless told not to."""
+    return APIRouter(tags=[tag], route_class=JSONRoute, responses=ERRORS if errors else None)

@@ -9,7 +9,7 @@ from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import make_router
 from memstrata.server.schemas import CubeDeleted, CubeIn, ShareIn
 
-router = make_router(["cubes"])
+router = make_router("cubes")
 
 
 @router.post("/mem_cubes", status_code=201, summary="Create a cube owned by the caller")

@@ -19,7 +19,7 @@ from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import make_router
 from memstrata.server.schemas import Erased, EraseIn, MemoryOut, RollbackIn, TransitionIn
 
-router = make_router(["lifecycle"])
+router = make_router("lifecycle")
 
 
 @router.post(

@@ -24,7 +24,7 @@ from memstrata.model import Cube
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import JSON_ERRORS, make_router
 
-router = make_router(["cubes"])
+router = make_router("cubes")
 
 GZIP = "application/gzip"
 #: How many bytes of an export one piece of the response holds.

@@ -20,7 +20,7 @@ from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import check_self, make_router
 from memstrata.server.schemas import Added, AddIn, ErrorBody, MemoryOut, UpdateIn, VersionOut
 
-router = make_router(["memories"])
+router = make_router("memories")
 
 #: The form fields of a document upload (``file`` is the document itself).
 _FORM_FIELDS = ("file", "cube_id", "mem_cube_id", "session_id", "user_id")

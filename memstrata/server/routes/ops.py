@@ -15,9 +15,9 @@ from memstrata.server.routes import JSON_ERRORS, make_router
 from memstrata.server.schemas import ConfigureIn, Health, WaitIn, WaitOut
 from memstrata.version import version
 
-router = make_router(["operations"])
+router = make_router("operations")
 #: Routes that declare their own responses: ``/health`` (no key, no errors) and ``/metrics``.
-public = make_router(["operations"], errors=False)
+public = make_router("operations", errors=False)
 
 
 @public.head("/health", include_in_schema=False)

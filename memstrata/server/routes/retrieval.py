@@ -23,7 +23,7 @@ from memstrata.server.schemas import (
     SearchOut,
 )
 
-router = make_router(["retrieval"])
+router = make_router("retrieval")
 
 _LLM_ERRORS: dict[int | str, dict[str, Any]] = {
     502: {"model": ErrorBody, "description": "The chat model failed (unreachable, timed out)"},

@@ -9,7 +9,7 @@ from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import make_router, user_path
 from memstrata.server.schemas import KeyIn, KeyOut, NewKey, UserIn
 
-router = make_router(["users"])
+router = make_router("users")
 
 
 @router.get("/users", summary="List every user (admin only)")
