@@ -158,9 +158,9 @@ def import_backend(module: str, extra: str | None) -> ModuleType:
 URGENT_TEXTS = 4
 #: Texts per engine call for larger calls (each call holds the engine; see ``_UrgentFirstLock``).
 BULK_TEXTS = 8
-#: Characters of text per engine call of passages (one longer text goes alone): a call costs
-#: about its characters, so one call of bulk work holds the engine for a short stretch (on the
-#: standard machine a 2,000-character e5 passage takes about as long as eight short turns).
+#: Characters of text per engine call of passages (one longer text goes alone): a call's time
+#: grows with its characters (e5: eight 100-character turns take about a third of one
+#: 2,048-character passage), so a batch of many long texts is cut into short calls.
 BATCH_CHARS = 2048
 
 
