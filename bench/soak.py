@@ -176,7 +176,11 @@ async def run_soak(
     measured run's length in seconds."""
     asked = questions(QUESTIONS)
     per_user = -(-args.clients // len(users))
-    limits = httpx.Limits(max_connections=per_user, max_keepalive_connections=per_user)
+    # Idle connections are dropped by the client before uvicorn's 5 s keep-alive timeout does:
+    # a request sent on a connection the server is closing fails with no answer (ReadError).
+    limits = httpx.Limits(
+        max_connections=per_user, max_keepalive_connections=per_user, keepalive_expiry=2.0
+    )
     https = [
         httpx.AsyncClient(
             base_url=url, headers={"Authorization": f"Bearer {u.key}"}, timeout=60, limits=limits
