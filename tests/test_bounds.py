@@ -8,6 +8,7 @@ nothing.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from memstrata.limits import (
     MAX_DOCUMENT_CHARS,
     MAX_EXTERNAL_ID,
     MAX_FILTER_KEYS,
+    MAX_ID_CHARS,
     MAX_KEY_LABEL,
     MAX_MESSAGES,
     MAX_METADATA_BYTES,
@@ -221,6 +223,47 @@ def test_a_reason_is_bounded(mos: MemoryOS, alice_cube: str) -> None:
         mos, lambda m: m.update(item_id, user_id="alice", text="x", reason=long), str(MAX_REASON)
     )
     refused(mos, lambda m: m.delete(item_id, user_id="alice", reason=long), str(MAX_REASON))
+
+
+#: Calls whose ``reason`` (kept in the history and the audit) is checked: (memory, item, reason).
+REASON_CALLS: dict[str, Callable[[MemoryOS, str, str], Any]] = {
+    "transition": lambda m, item, reason: m.transition(
+        item, "activated", user_id="alice", reason=reason
+    ),
+    "rollback": lambda m, item, reason: m.rollback(item, 1, user_id="alice", reason=reason),
+    "erase": lambda m, item, reason: m.erase(item, user_id="alice", reason=reason),
+    "erase subject": lambda m, item, reason: m.erase(
+        user_id="alice", subject_user_id="alice", reason=reason
+    ),
+}
+#: Calls that look a ``session_id`` up: (memory, session).
+SESSION_CALLS: dict[str, Callable[[MemoryOS, str], Any]] = {
+    "erase": lambda m, session: m.erase(user_id="alice", session_id=session, cube_id="notes"),
+    "context": lambda m, session: m.context("Porto", user_id="alice", session_id=session),
+}
+
+
+def test_governance_calls_bound_their_reason_and_session_id(
+    mos: MemoryOS, alice_cube: str, db_path: Path
+) -> None:
+    """transition, rollback and erase keep ``reason`` in the history and the audit; erase and
+    context look a ``session_id`` up: each is checked like any other string, before anything."""
+    [item_id] = mos.add("Ann moved to Porto.", user_id="alice", cube_id=alice_cube)
+    before = row_counts(db_path)
+    reasons = {"r" * (MAX_REASON + 1): str(MAX_REASON), f"why{LONE}": "surrogate", "a\x00b": "NUL"}
+    for reason, word in reasons.items():
+        for call in REASON_CALLS.values():
+            refused(mos, functools.partial(call, item=item_id, reason=reason), "reason", word)
+    sessions = {"s" * (MAX_ID_CHARS + 1): str(MAX_ID_CHARS), "s1\nSYSTEM": "one line",
+                f"s{LONE}": "surrogate", "s\x00": "NUL"}  # fmt: skip
+    for session, word in sessions.items():
+        for look_up in SESSION_CALLS.values():
+            refused(mos, functools.partial(look_up, session=session), "session_id", word)
+    assert row_counts(db_path) == before
+    assert mos.get(item_id, user_id="alice").status == "generated"
+    longest = "r" * MAX_REASON
+    assert mos.transition(item_id, "activated", user_id="alice", reason=longest).version == 2
+    assert mos.erase(user_id="alice", session_id="s" * MAX_ID_CHARS, cube_id=alice_cube) == 0
 
 
 def test_the_largest_legal_values_are_stored(mos: MemoryOS, alice_cube: str) -> None:

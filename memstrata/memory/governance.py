@@ -19,10 +19,10 @@ from memstrata.errors import (
     ValidationError,
 )
 from memstrata.lifecycle import states
-from memstrata.limits import MAX_AUDIT_LIMIT
+from memstrata.limits import MAX_AUDIT_LIMIT, MAX_ID_CHARS, check_text
 from memstrata.memcube import Manifest
 from memstrata.memory import cubes, erase
-from memstrata.memory.access import check_int
+from memstrata.memory.access import check_int, check_reason
 from memstrata.memory.components import Components
 from memstrata.memory.items import Items
 from memstrata.model import Cube, Event, MemoryItem, parse_time
@@ -93,8 +93,13 @@ class Governance:
         item or a session, ``admin`` for a cube; a subject's data may be erased by an
         administrator (in every cube) or by that user (in the cubes they may write) — only by
         that user with ``own_data_only`` (how an agent is let erase: it reads what others wrote
-        and must not wipe their data).  See ``memory.erase``.
+        and must not wipe their data).  See ``memory.erase``.  ``reason`` is a text of at most
+        ``MAX_REASON`` characters and ``session_id`` one line of at most ``MAX_ID_CHARS``
+        (else ``ValidationError``).
         """
+        check_reason(reason)
+        if session_id is not None:
+            check_text(session_id, "session_id", MAX_ID_CHARS, line=True)
         scope = erase.Scope(item_id, session_id, cube_id, subject_user_id)
         return erase.erase(
             self._store, self._access, user_id, scope, reason=reason, own_data_only=own_data_only
@@ -112,8 +117,10 @@ class Governance:
         """Move an item to another lifecycle state (``lifecycle.states``); needs ``write``.
 
         An illegal move is a ``ConflictError`` naming the legal ones; ``deleted`` is reached only
-        by ``delete``/``erase``.  Writes a new version and an event with ``reason``.
+        by ``delete``/``erase``.  Writes a new version and an event with ``reason`` (a text of at
+        most ``MAX_REASON`` characters, else ``ValidationError``).
         """
+        check_reason(reason)
         item = self._access.item(item_id, user_id, "write", cube_id)
         target = states.check_transition(item.id, item.status, to)
         moved = replace(item, status=target)  # type: ignore[arg-type]
@@ -129,9 +136,11 @@ class Governance:
         cube_id: str | None = None,
     ) -> MemoryItem:
         """Write a new version equal to ``version`` of the item (content and state); needs
-        ``write``.  History is kept: the rollback is itself a version and an event."""
+        ``write``.  History is kept: the rollback is itself a version and an event, with
+        ``reason`` (a text of at most ``MAX_REASON`` characters, else ``ValidationError``)."""
         if isinstance(version, bool) or not isinstance(version, int):
             raise ValidationError("version must be an integer")
+        check_reason(reason)
         item = self._access.item(item_id, user_id, "write", cube_id)
         states.check_writable(item.id, item.status)
         versions = {v.version: v.item for v in self._store.versions(item.id)}

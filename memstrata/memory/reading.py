@@ -13,7 +13,7 @@ from typing import Any
 
 from memstrata.filters import Filters, parse_filters
 from memstrata.lifecycle import states
-from memstrata.limits import MAX_BUDGET, MAX_TOP_K
+from memstrata.limits import MAX_BUDGET, MAX_ID_CHARS, MAX_TOP_K, check_text
 from memstrata.memory import shaping
 from memstrata.memory.access import check_int, check_query
 from memstrata.memory.components import Components
@@ -96,13 +96,16 @@ class Reading:
     ) -> Context:
         """The memories for ``query`` packed into ``budget_tokens`` (see ``retrieval.pack``).
 
-        With ``session_id``, that session's working turns come first.  With ``expand_sources``
-        a long-tier hit (fact, profile, preference, knowledge) is shown as the turns it came
-        from (see ``retrieval.search.expand_to_sources``); with ``chain`` each turn brings the
-        next turn of its session (``expand_chain``).  Never exceeds the budget.
+        With ``session_id`` (one line of at most ``MAX_ID_CHARS``), that session's working turns
+        come first.  With ``expand_sources`` a long-tier hit (fact, profile, preference,
+        knowledge) is shown as the turns it came from (see ``retrieval.search.expand_to_sources``);
+        with ``chain`` each turn brings the next turn of its session (``expand_chain``).  Never
+        exceeds the budget.
         """
         check_int(budget_tokens, "budget_tokens", 1, MAX_BUDGET)
         check_query(query)
+        if session_id is not None:
+            check_text(session_id, "session_id", MAX_ID_CHARS, line=True)
         parsed = parse_filters(filters)
         cubes = self._access.readable(user_id, cube_ids)
         top_k = min(MAX_TOP_K, max(20, budget_tokens // 15))

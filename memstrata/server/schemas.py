@@ -344,12 +344,16 @@ class ChatOut(_Out):
 
 class TransitionIn(_Body):
     to: Target = Field(description="The new state; see docs/lifecycle.md for the legal moves.")
-    reason: str | None = Field(default=None, description="Why; kept in the history and audit.")
+    reason: str | None = Field(
+        default=None, max_length=MAX_REASON, description="Why; kept in the history and audit."
+    )
 
 
 class RollbackIn(_Body):
     version: int = Field(ge=1, description="The version to restore (see the item's history).")
-    reason: str | None = Field(default=None, description="Default: 'rollback to version N'.")
+    reason: str | None = Field(
+        default=None, max_length=MAX_REASON, description="Default: 'rollback to version N'."
+    )
 
 
 class EraseIn(_Body):
@@ -362,7 +366,9 @@ class EraseIn(_Body):
         default=None, validation_alias=AliasChoices("cube_id", "mem_cube_id")
     )
     subject_user_id: str | None = None
-    reason: str | None = Field(default=None, description="Kept in the erase event.")
+    reason: str | None = Field(
+        default=None, max_length=MAX_REASON, description="Kept in the erase event."
+    )
 
 
 class Erased(BaseModel):

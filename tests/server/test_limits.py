@@ -66,6 +66,9 @@ REST_BOUNDS: dict[str, dict[str, float]] = {
     "AddIn.messages": {"maxLength": MAX_CONTENT_CHARS},  # one string; a list is maxItems
     "AddIn.memory_content": {"maxLength": MAX_CONTENT_CHARS},
     "UpdateIn.reason": {"maxLength": MAX_REASON},
+    "TransitionIn.reason": {"maxLength": MAX_REASON},
+    "RollbackIn.reason": {"maxLength": MAX_REASON},
+    "EraseIn.reason": {"maxLength": MAX_REASON},
     "WaitIn.timeout_s": {"minimum": 0, "maximum": MAX_WAIT_S},
     "RollbackIn.version": {"minimum": 1},  # versions count from 1
     "GET /memories/{cube_id} ?limit": {"minimum": 1, "maximum": MAX_TOP_K},
@@ -73,6 +76,14 @@ REST_BOUNDS: dict[str, dict[str, float]] = {
     "GET /tasks ?limit": {"minimum": 1, "maximum": MAX_TOP_K},
     "GET /audit ?limit": {"minimum": 1, "maximum": MAX_AUDIT_LIMIT},
 }
+#: The MCP tools that take a ``reason``.
+REASONED = (
+    "update_memory",
+    "delete_memory",
+    "transition_memory",
+    "rollback_memory",
+    "erase_memory",
+)
 #: Each bound of the MCP tools (``audit``'s limit is left to the core, whose one-line message
 #: names the range: a schema error would be the SDK's several lines).
 MCP_BOUNDS: dict[str, dict[str, float]] = {
@@ -80,6 +91,12 @@ MCP_BOUNDS: dict[str, dict[str, float]] = {
     "retrieve_memory.budget_tokens": {"minimum": 1, "maximum": MAX_BUDGET},
     "search_memories.top_k": {"minimum": 1, "maximum": MAX_TOP_K},
     "rollback_memory.version": {"minimum": 1},
+    "retrieve_memory.query": {"maxLength": MAX_QUERY_CHARS},
+    "search_memories.query": {"maxLength": MAX_QUERY_CHARS},
+    "add_memory.user_input": {"maxLength": MAX_CONTENT_CHARS},
+    "add_memory.agent_response": {"maxLength": MAX_CONTENT_CHARS},
+    "update_memory.text": {"maxLength": MAX_CONTENT_CHARS},
+    **{f"{tool}.reason": {"maxLength": MAX_REASON} for tool in REASONED},
 }
 
 

@@ -15,6 +15,7 @@ from mcp import Client
 from mcp_types import TextContent
 
 from memstrata import MemoryOS
+from memstrata.limits import MAX_QUERY_CHARS, MAX_REASON
 from memstrata.server.mcp import build_server, fixed_caller
 
 pytestmark = pytest.mark.anyio
@@ -58,3 +59,11 @@ async def test_a_missing_argument_is_named(memory: MemoryOS) -> None:
     text = await error_text(memory, "add_memory")
     assert "pydantic.dev" not in text and "\n" not in text
     assert "invalid arguments:" in text and "Field required" in text
+
+
+async def test_an_overlong_argument_is_refused_with_its_bound(memory: MemoryOS) -> None:
+    text = await error_text(memory, "search_memories", query="q" * (MAX_QUERY_CHARS + 1))
+    assert f"query: String should have at most {MAX_QUERY_CHARS} characters" in text
+    text = await error_text(memory, "delete_memory", memory_id="m1", reason="r" * (MAX_REASON + 1))
+    assert f"reason: String should have at most {MAX_REASON} characters" in text
+    assert "r" * 100 not in text

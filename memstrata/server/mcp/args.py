@@ -12,7 +12,14 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from memstrata.lifecycle import states
-from memstrata.limits import MAX_AUDIT_LIMIT, MAX_BUDGET, MAX_TOP_K
+from memstrata.limits import (
+    MAX_AUDIT_LIMIT,
+    MAX_BUDGET,
+    MAX_CONTENT_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_REASON,
+    MAX_TOP_K,
+)
 
 #: The states ``transition_memory`` can move to (``lifecycle.states.Target``).
 Target = states.Target
@@ -30,7 +37,18 @@ AsOf = Annotated[
     Field(description="A past time (ISO 8601): answer as the memory stood then; default now."),
 ]
 InCube = Annotated[str | None, Field(description="Optional check: the cube the memory is in.")]
-Reason = Annotated[str | None, Field(description="Why; kept in the history and the audit.")]
+Reason = Annotated[
+    str | None,
+    Field(max_length=MAX_REASON, description="Why; kept in the history and the audit."),
+]
+Query = Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="What to look for.")]
+UserInput = Annotated[str, Field(max_length=MAX_CONTENT_CHARS, description="What the user said.")]
+AgentResponse = Annotated[
+    str, Field(max_length=MAX_CONTENT_CHARS, description="What the assistant answered.")
+]
+NewText = Annotated[
+    str | None, Field(max_length=MAX_CONTENT_CHARS, description="The memory's new text.")
+]
 CubeIds = Annotated[
     list[str] | None, Field(description="Cubes to search; default: all you may read.")
 ]

@@ -16,6 +16,7 @@ from memstrata.memory import shaping
 from memstrata.memory.system import MemoryOS
 from memstrata.model import MemoryItem, Permission, utcnow
 from memstrata.server.mcp.args import (
+    AgentResponse,
     AsOf,
     AuditCube,
     AuditLimit,
@@ -30,11 +31,14 @@ from memstrata.server.mcp.args import (
     MaxResults,
     MemoryFilter,
     Messages,
+    NewText,
+    Query,
     Reason,
     Since,
     Subject,
     TargetArg,
     TopK,
+    UserInput,
     VersionArg,
 )
 from memstrata.server.mcp.caller import Caller
@@ -73,8 +77,8 @@ class Tools:
     @tool
     def add_memory(
         self,
-        user_input: str,
-        agent_response: str,
+        user_input: UserInput,
+        agent_response: AgentResponse,
         timestamp: str | None = None,
         meta_data: dict[str, Any] | None = None,
         cube_id: CubeArg = None,
@@ -98,7 +102,7 @@ class Tools:
     @tool
     def retrieve_memory(
         self,
-        query: str,
+        query: Query,
         relationship_with_user: str = "friend",
         style_hint: str = "",
         max_results: MaxResults = 10,
@@ -168,7 +172,7 @@ class Tools:
     @tool
     def search_memories(
         self,
-        query: str,
+        query: Query,
         top_k: TopK = 10,
         cube_ids: CubeIds = None,
         filters: Filters = None,
@@ -205,7 +209,7 @@ class Tools:
     def update_memory(
         self,
         memory_id: str,
-        text: str | None = None,
+        text: NewText = None,
         metadata: dict[str, Any] | None = None,
         reason: Reason = None,
     ) -> dict[str, Any]:
