@@ -19,11 +19,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memstrata.errors import LLMError
+from memstrata.limits import MAX_NAME
 from memstrata.llm.base import LLM, ChatMessage, Completion
 from memstrata.model import MemoryItem
 from memstrata.reader.findings import Finding, Reader
 from memstrata.reader.grounding import FINDING_TYPES, Malformed, json_object, parse_findings
 from memstrata.reader.offline import OfflineReader
+from memstrata.text import one_line
 
 log = logging.getLogger(__name__)
 
@@ -86,12 +88,18 @@ def findings_schema(page_ids: Sequence[str]) -> dict[str, Any]:
 
 
 def render_pages(pages: Mapping[str, MemoryItem]) -> str:
-    """One line per page: ``[id] YYYY-MM-DD speaker: text`` (text on one line, cut if long)."""
-    return "\n".join(
-        f"[{ref}] {page.event_time:%Y-%m-%d} {page.speaker or page.role or 'user'}: "
-        f"{' '.join(page.text.split())[:_PAGE_CHARS]}"
-        for ref, page in pages.items()
-    )
+    """One line per page: ``[id] YYYY-MM-DD speaker: text``.
+
+    The speaker (else the role, else "user") and the text are each put on one line and cut
+    (``text.one_line``, at ``MAX_NAME`` and ``_PAGE_CHARS`` characters): what a page holds (an
+    imported MemCube's speaker may hold anything) can never start a line of the prompt.
+    """
+    lines = []
+    for ref, page in pages.items():
+        speaker = one_line(page.speaker or page.role or "", MAX_NAME) or "user"
+        text = one_line(page.text, _PAGE_CHARS)
+        lines.append(f"[{ref}] {page.event_time:%Y-%m-%d} {speaker}: {text}")
+    return "\n".join(lines)
 
 
 class LLMReader:
