@@ -719,6 +719,32 @@ def test_cli_export_and_import(mos: MemoryOS, cube: str, db_path: Path, tmp_path
     assert failed.exit_code == 1 and "cube 'notes' already exists" in failed.stderr
 
 
+def test_cli_import_acts_as_user(mos: MemoryOS, cube: str, db_path: Path, tmp_path: Path) -> None:
+    """``--user``: who imports (default the owner).  An administrator's import for another owner
+    keeps who said what; a user's own import is a copy that user authors; only an administrator
+    imports for someone else."""
+    mos.create_user("root", role="admin")
+    archive = str(tmp_path / "notes.tar.gz")
+    mos.export(cube, archive, user_id="ann")
+    runner = CliRunner()
+
+    def authors(*args: str) -> set[str | None]:
+        result = runner.invoke(cli, ["--db", str(db_path), "--json", "import", archive, *args])
+        assert result.exit_code == 0, result.output
+        cube_id = json.loads(result.stdout)["cube_id"]
+        return {i.user_id for i in mos.list_memories(cube_id, user_id="bob", limit=1000)}
+
+    assert "ann" in authors("--owner", "bob", "--user", "root", "--cube-id", "restored",
+                            "--remap-ids")  # fmt: skip
+    assert authors("--owner", "bob", "--user", "bob", "--cube-id", "bobs") <= {"bob", None}
+    assert authors("--owner", "bob", "--cube-id", "bobs-too") <= {"bob", None}
+    refused = runner.invoke(cli, ["--db", str(db_path), "import", archive, "--owner", "ann",
+                                  "--user", "bob", "--cube-id", "for-ann"])  # fmt: skip
+    assert refused.exit_code == 1
+    assert refused.stderr.startswith("error: user 'bob' is not an administrator")
+    assert "for-ann" not in {c.cube_id for c in mos.list_cubes(user_id="ann")}
+
+
 def test_an_archive_that_unpacks_too_large_is_refused(
     other: MemoryOS, exported: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -43,6 +43,14 @@ def export_command(cube_id: str, path: str, user_id: str) -> None:
     "--owner", required=True, metavar="USER", help="User who owns the new cube (gets admin)."
 )
 @click.option(
+    "--user",
+    "user_id",
+    metavar="USER",
+    help="Acting user  [default: OWNER]; only an administrator imports for another owner, and "
+    "only an administrator's import keeps the MemCube's ids and authors (anyone else's is a copy "
+    "with new ids, authored by USER).",
+)
+@click.option(
     "--cube-id",
     metavar="ID",
     help="Id of the new cube  [default: the exported id; a new one with --remap-ids]",
@@ -58,11 +66,17 @@ def export_command(cube_id: str, path: str, user_id: str) -> None:
     help="Recompute the vectors with this database's embedder (needed when the MemCube's differs).",
 )
 def import_command(
-    path: str, owner: str, cube_id: str | None, remap_ids: bool, reembed: bool
+    path: str,
+    owner: str,
+    user_id: str | None,
+    cube_id: str | None,
+    remap_ids: bool,
+    reembed: bool,
 ) -> None:
     """Import the MemCube at PATH (a directory or a .tar.gz) as a new cube."""
     with options().open() as memory:
         cube = memory.import_cube(
-            path, owner=owner, cube_id=cube_id, keep_ids=not remap_ids, reembed=reembed
-        )
+            path, owner=owner, by=user_id, cube_id=cube_id, keep_ids=not remap_ids,
+            reembed=reembed,
+        )  # fmt: skip
     emit(cube, [f"imported {path} as cube {cube.cube_id}", *render.table([render.cube_row(cube)])])
