@@ -3,7 +3,9 @@ upload that fails, against the real server (the SDK side: tests/test_import_iden
 
 from __future__ import annotations
 
+import errno
 import io
+import os
 import tarfile
 import tempfile
 from collections.abc import Callable
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import pytest
 
 from memstrata.memcube import open_cube, rehome, write_cube
 from memstrata.model import MemoryItem
@@ -123,3 +126,36 @@ def test_an_import_error_names_no_server_path(new_user: NewUser) -> None:
     message = refused.json()["error"]["message"]
     assert "cube.json is missing" in message
     assert tempfile.gettempdir() not in message and "memstrata-" not in message
+
+
+def _no_server_path(answer: httpx.Response) -> str:
+    """The 400 ``memcube_error`` message of ``answer``, checked to name no server folder."""
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "memcube_error"
+    for said in (error["message"], error.get("hint") or ""):
+        assert tempfile.gettempdir() not in said and "memstrata-" not in said, said
+    message: str = error["message"]
+    return message
+
+
+def test_an_upload_that_is_not_an_archive_names_no_server_path(new_user: NewUser) -> None:
+    bob = new_user("bob")
+    files = {"file": ("cube.tar.gz", b"not a tar at all", "application/gzip")}
+    message = _no_server_path(bob.http.post("/mem_cubes/import", files=files))
+    assert message.startswith("the uploaded archive is not a tar archive")
+
+
+def test_a_failed_export_names_no_server_path(
+    new_user: NewUser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk that fills up while the server writes the export into its temporary folder."""
+    bob = new_user("bob")
+    cube_id = bob.http.post("/mem_cubes", json={"name": "bob's"}).json()["cube_id"]
+
+    def full(staging: Path, packed: Path, manifest: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(packed))
+
+    monkeypatch.setattr("memstrata.memcube.files._pack", full)
+    message = _no_server_path(bob.http.post(f"/mem_cubes/{cube_id}/export"))
+    assert message == "cannot write a MemCube at a temporary file: No space left on device"

@@ -1,9 +1,10 @@
 """MemCube export and import over HTTP: ``/mem_cubes/{cube_id}/export``, ``/mem_cubes/import``.
 
-Thin adapters over ``MemoryOS.export`` and ``MemoryOS.import_cube`` (docs/memcube.md).  The server never reads or writes a
-path a client names: an export is written into a new temporary directory and streamed back; an
-upload is copied into one and imported from there.  An upload is a request body like any other,
-so ``max_request_bytes`` (413) bounds it.
+Thin adapters over ``MemoryOS.export`` and ``MemoryOS.import_cube`` (docs/memcube.md).  The
+server never reads or writes a path a client names: an export is written into a new temporary
+directory and streamed back; an upload is copied into one and imported from there.  No error
+names those paths (``_hiding``).  An upload is a request body like any other, so
+``max_request_bytes`` (413) bounds it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
@@ -47,7 +49,8 @@ def export(cube_id: str, memory: Memory, user: Caller) -> StreamingResponse:
     consistent snapshot.  Needs admin on the cube: an export shows more than read does."""
     folder = Path(tempfile.mkdtemp(prefix="memstrata-export-"))
     try:
-        memory.export(cube_id, folder / _ARCHIVE, user_id=user.user_id)
+        with _hiding(folder / _ARCHIVE, "a temporary file"):
+            memory.export(cube_id, folder / _ARCHIVE, user_id=user.user_id)
         archive = open(folder / _ARCHIVE, "rb")  # noqa: SIM115 - closed by _pieces
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
@@ -97,7 +100,7 @@ def import_memcube(
         archive = Path(folder) / _ARCHIVE
         with open(archive, "xb") as copy:
             shutil.copyfileobj(file.file, copy)
-        try:
+        with _hiding(archive, "the uploaded archive"):
             return memory.import_cube(
                 archive,
                 owner=user.user_id,
@@ -105,6 +108,20 @@ def import_memcube(
                 keep_ids=not remap_ids,
                 reembed=reembed,
             )
-        except MemCubeError as exc:  # its message names the server's copy of the upload
-            message = exc.message.replace(str(archive), "the uploaded archive")
-            raise MemCubeError(message, hint=exc.hint) from exc
+
+
+@contextmanager
+def _hiding(path: Path, name: str) -> Iterator[None]:
+    """Re-raise a ``MemCubeError`` naming ``path`` (the server's temporary copy of an upload or
+    an export) with ``name`` in its place, in the message and the hint, and the folder holding
+    it as "a temporary folder": where the server keeps its files is none of a client's business.
+    """
+    try:
+        yield
+    except MemCubeError as exc:
+
+        def hide(text: str) -> str:
+            return text.replace(str(path), name).replace(str(path.parent), "a temporary folder")
+
+        hint = None if exc.hint is None else hide(exc.hint)
+        raise MemCubeError(hide(exc.message), hint=hint) from exc
