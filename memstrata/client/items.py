@@ -133,7 +133,10 @@ class Items:
         reason: str | None = None,
     ) -> int:
         """Erase for good: an item, a session of ``cube_id``, a whole cube, or everything
-        ``subject_user_id`` added; returns how many items went (derived ones included)."""
+        ``subject_user_id`` added; returns how many items went (derived ones included).
+
+        A subject's data may be erased by that user, in the cubes they may write (``write`` or
+        ``admin``), or by an administrator, in every cube; ``cube_id`` narrows it to one."""
         body = {
             "item_id": item_id, "session_id": session_id, "cube_id": cube_id,
             "subject_user_id": subject_user_id, "reason": reason,

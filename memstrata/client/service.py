@@ -92,6 +92,12 @@ class Service:
         """Upload the MemCube ``.tar.gz`` at ``path`` as a new cube owned by the caller; all or
         nothing.  ``keep_ids=False`` gives every item a new id (a copy beside the original);
         ``reembed`` recomputes the vectors (needed when the archive has another embedder).
+
+        The caller is who imports (the ``by=`` of ``MemoryOS.import_cube``).  An administrator's
+        import is a restore: ids (with ``keep_ids``) and the users the MemCube names are kept.
+        Anyone else's is a copy: every item gets a new id whatever ``keep_ids`` says, and what
+        the MemCube says others did becomes the caller's, the original names kept in
+        ``metadata["origin"]``.
         """
         fields = {"remap_ids": str(not keep_ids).lower(), "reembed": str(reembed).lower()}
         if cube_id is not None:
