@@ -27,6 +27,19 @@ from memstrata.store.sqlite.vectors import VectorCache
 #: Seconds a term's posting count is remembered for choosing query terms (see ``search.py``).
 POSTINGS_TTL_S = 60.0
 POSTINGS_CACHE_SIZE = 50_000
+# A server has a reader per request thread, up to 40 (anyio's pool), so what each caches is
+# multiplied by 40; under a soak (bench/soak.py) the readers' caches filled for minutes and the
+# server's RSS rose with them.  The writer, one connection, keeps the defaults.
+#: Prepared statements each reader keeps (Python's default is 128).  A statement of the store
+#: costs about 27 KiB of SQLite's memory, and ``WHERE id IN (?, ?, …)`` is a new statement for
+#: every length of its list (about 130 distinct ones in searches and contexts): at 128 a reader
+#: grew to about 3.5 MiB, 40 readers to 140 MiB; at 32 (measured: 3.1 MiB instead of 5.7 for
+#: 200 searches and contexts) the ones used over and over stay cached and one-off lengths are
+#: prepared again, some microseconds each.
+READER_CACHED_STATEMENTS = 32
+#: Page cache of each reader, KiB (SQLite's default is 2,000: 80 MiB for 40 readers as the file
+#: grows).  A page not cached is copied again from the OS's file cache, in microseconds.
+READER_CACHE_KIB = 512
 
 
 def memory_uri() -> str:
@@ -114,7 +127,7 @@ class SQLiteDatabase:
 
     # -- connections -------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, *, reader: bool = False) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
                 self.path,
@@ -122,11 +135,14 @@ class SQLiteDatabase:
                 check_same_thread=False,
                 timeout=self._busy_timeout_ms / 1000,
                 uri=self.path.startswith("file:"),
+                cached_statements=READER_CACHED_STATEMENTS if reader else 128,
             )
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open database {self.path}: {exc}") from exc
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        if reader and not self._in_memory:  # a shared in-memory database's cache is its data
+            conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
         if self._in_memory:
             # Sorts and temporary indexes would otherwise spill to temporary files.
             conn.execute("PRAGMA temp_store = MEMORY")
@@ -164,7 +180,7 @@ class SQLiteDatabase:
             return self._writer
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._connect()
+            conn = self._connect(reader=True)
             self._local.conn = conn
             with self._readers_lock:
                 ended = [t for t in self._readers if not t.is_alive()]
