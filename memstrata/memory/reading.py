@@ -20,6 +20,7 @@ from memstrata.memory.components import Components
 from memstrata.model import Cube, Hit, MemoryItem, ProfileAttribute
 from memstrata.retrieval.history import search_as_of
 from memstrata.retrieval.pack import Context, pack
+from memstrata.retrieval.question import subjects
 from memstrata.retrieval.search import expand_chain, expand_to_sources, hybrid_search
 
 
@@ -113,7 +114,8 @@ class Reading:
         if expand_sources:
             hits = expand_to_sources(self._store, hits)
         if chain:
-            hits = expand_chain(self._store, hits)
+            scope = [c.cube_id for c in cubes]
+            hits = expand_chain(self._store, hits, subjects(self._store, query, scope))
         recent: list[MemoryItem] = []
         if session_id is not None:
             working = Filters(session_id=session_id, tiers=("working",), types=("turn",))

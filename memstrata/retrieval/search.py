@@ -7,9 +7,10 @@ from collections.abc import Iterable, Sequence
 from memstrata.config import Settings
 from memstrata.embed.base import Embedder
 from memstrata.filters import Filters
-from memstrata.model import Hit
+from memstrata.model import Hit, MemoryItem
 from memstrata.retrieval.decompose import decompose, interleave
 from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
+from memstrata.retrieval.question import subjects
 from memstrata.store.base import SearchIndex, Store
 
 
@@ -29,6 +30,9 @@ def fuse_channels(
 
 #: Share of its best adjacent turn's fused score that a turn gains (see ``smooth_neighbours``).
 NEIGHBOUR_WEIGHT = 0.6
+#: Factor on the score of an item spoken by someone a query does not name, when it names
+#: speakers (see ``retrieval.question``).
+OTHER_SPEAKER = 0.5
 
 
 def hybrid_search(
@@ -46,8 +50,10 @@ def hybrid_search(
 
     Each channel contributes its best ``max(search_candidates, 2 * top_k)`` candidates; ``Hit.score``
     is the fused RRF score, raised by ``neighbour_weight`` times the best adjacent turn's
-    (``smooth_neighbours``), and ``Hit.ranks`` each channel's rank (empty for a turn found only
-    as the next turn of a candidate).  A query that joins names ("Jon and Gina") is asked once
+    (``smooth_neighbours``), then multiplied by ``OTHER_SPEAKER`` for an item whose speaker is
+    not one the query names, when it names any (``retrieval.question.subjects``); ``Hit.ranks``
+    holds each channel's rank (empty for a turn found only as the next turn of a candidate).
+    A query that joins names ("Jon and Gina") is asked once
     per name instead, and the lists are merged round-robin (``retrieval.decompose``).
     """
     found = [
@@ -79,7 +85,19 @@ def _search_one(
     hits = [Hit(items[i], score, ranks) for i, score, ranks in fused if i in items]
     if neighbour_weight > 0:
         hits = smooth_neighbours(store, hits, filters, neighbour_weight)
+    named = subjects(store, query, cube_ids)
+    if named:
+        hits = sorted(
+            (h if _spoken_by(h.item, named) else Hit(h.item, h.score * OTHER_SPEAKER, h.ranks)
+             for h in hits),
+            key=lambda h: -h.score,
+        )  # fmt: skip
     return hits[:top_k]
+
+
+def _spoken_by(item: MemoryItem, speakers: frozenset[str]) -> bool:
+    """Whether ``item`` is one of ``speakers``' or has no speaker (a document, a fact)."""
+    return item.speaker is None or item.speaker in speakers
 
 
 def smooth_neighbours(
@@ -137,13 +155,16 @@ def expand_to_sources(store: Store, hits: list[Hit]) -> list[Hit]:
     return _first_of_each(h for hit in hits for h in expanded(hit))
 
 
-def expand_chain(store: Store, hits: list[Hit]) -> list[Hit]:
+def expand_chain(
+    store: Store, hits: list[Hit], speakers: frozenset[str] = frozenset()
+) -> list[Hit]:
     """Hits with each turn followed by the next turn of its session (MemoryOS's dialogue chain).
 
     A turn that asks is often answered by the next one: on LoCoMo's development split this
     (with RRF k = 20) lifts evidence recall within 1000 tokens from 0.668 to 0.729
-    (docs/evaluation.md).  The neighbour takes its turn's score and ranks; a turn already
-    present is not repeated.
+    (docs/evaluation.md).  With ``speakers`` (the people a query names) only their next turns
+    are added: a reply by someone else is rarely the answer and costs as much budget.  The
+    neighbour takes its turn's score and ranks; a turn already present is not repeated.
     """
     turns: dict[str, list[str]] = {}
     for hit in hits:
@@ -156,7 +177,9 @@ def expand_chain(store: Store, hits: list[Hit]) -> list[Hit]:
 
     def chained(hit: Hit) -> list[Hit]:
         after = neighbours.get(following.get(hit.item.id, ""))
-        return [hit] + ([Hit(after, hit.score, hit.ranks)] if after else [])
+        if after is None or (speakers and not _spoken_by(after, speakers)):
+            return [hit]
+        return [hit, Hit(after, hit.score, hit.ranks)]
 
     return _first_of_each(h for hit in hits for h in chained(hit))
 

@@ -215,6 +215,10 @@ class SearchIndex(Protocol):
     def next_turns(self, cube_id: str, item_ids: Sequence[str]) -> dict[str, str]:
         """For each of these turns, the next searchable turn of its session (see ``ItemStore``)."""
 
+    def named_speakers(self, cube_ids: Sequence[str], names: Sequence[str]) -> set[str]:
+        """Which of ``names`` (compared without regard to case) speak in a searchable item of
+        these cubes, each spelt as stored."""
+
 
 class HistoryStore(Protocol):
     """The past: every version of an item, the audit events, and a cube as it stood."""

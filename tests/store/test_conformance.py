@@ -282,6 +282,20 @@ def test_next_turns_follow_each_session_in_time_order(store: Store) -> None:
     assert store.next_turns("c1", []) == {}
 
 
+def test_named_speakers_are_found_without_case_among_live_items(store: Store) -> None:
+    add(
+        store,
+        (item("hi", speaker="Melanie"), unit(0)),
+        (item("yo", speaker="Mary Ann"), unit(1)),
+        (item("gone", speaker="Bob", status="deleted"), unit(2)),
+        (item("elsewhere", cube="c2", speaker="Tim"), unit(3)),
+    )
+    asked = ["melanie", "MARY ANN", "Bob", "Tim", "Nobody"]
+    assert store.named_speakers(["c1"], asked) == {"Melanie", "Mary Ann"}
+    assert store.named_speakers(["c1", "c2"], asked) == {"Melanie", "Mary Ann", "Tim"}
+    assert store.named_speakers(["c1"], []) == set()
+
+
 def test_a_list_that_grows_at_its_end_is_recorded_as_what_was_added(store: Store) -> None:
     """A segment gaining a page must not write its whole page list into the event again."""
     first = item("segment", sources=[Source(item_id="p1")])

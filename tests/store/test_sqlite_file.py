@@ -24,6 +24,7 @@ def test_new_file_is_created_migrated_and_in_wal(tmp_path: Path) -> None:
             (2, "page segments"),
             (3, "llm usage"),
             (4, "per-cube index terms"),
+            (5, "speaker index"),
         ]
     finally:
         conn.close()

@@ -24,7 +24,7 @@ from memstrata.store.sqlite import rows, writes
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
 # Searchable statuses as an SQL list (constants, so safe to inline).
-_LIVE = ", ".join(f"'{s}'" for s in SEARCHABLE_STATUSES)
+LIVE = ", ".join(f"'{s}'" for s in SEARCHABLE_STATUSES)
 
 
 class SQLiteItems(SQLiteDatabase):
@@ -120,7 +120,7 @@ class SQLiteItems(SQLiteDatabase):
             "SELECT * FROM (SELECT i.*, ROW_NUMBER() OVER (PARTITION BY i.session_id "
             "ORDER BY i.event_time DESC, i.id DESC) AS newest FROM items i "
             "WHERE i.cube_id = ? AND i.tier = 'working' AND i.type = 'turn' "
-            f"AND i.status IN ({_LIVE})) WHERE newest > ? ORDER BY event_time, id"
+            f"AND i.status IN ({LIVE})) WHERE newest > ? ORDER BY event_time, id"
         )
         return [rows.item_from_dict(r) for r in self.reader().execute(sql, (cube_id, capacity))]
 
@@ -131,7 +131,7 @@ class SQLiteItems(SQLiteDatabase):
         sql = (
             "SELECT id, next_id FROM (SELECT i.id, LEAD(i.id) OVER (PARTITION BY i.session_id "
             "ORDER BY i.event_time, i.id) AS next_id FROM items i WHERE i.cube_id = ? "
-            f"AND i.type = 'turn' AND i.status IN ({_LIVE}) AND i.session_id IN "
+            f"AND i.type = 'turn' AND i.status IN ({LIVE}) AND i.session_id IN "
             f"(SELECT session_id FROM items WHERE id IN ({marks}))) "
             f"WHERE id IN ({marks}) AND next_id IS NOT NULL"
         )

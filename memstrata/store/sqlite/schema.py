@@ -83,6 +83,12 @@ def _v4(conn: sqlite3.Connection) -> None:
         )
 
 
+@migration(5, "speaker index")
+def _v5(conn: sqlite3.Connection) -> None:
+    # Search reads which of a question's words are a cube's speakers (named_speakers).
+    conn.execute("CREATE INDEX items_cube_speaker ON items (cube_id, speaker COLLATE NOCASE)")
+
+
 LATEST = max(_MIGRATIONS)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from memstrata.filters import Filters
 from memstrata.store.base import Scored, Vectors
 from memstrata.store.sqlite import rows
-from memstrata.store.sqlite.items import SQLiteItems
+from memstrata.store.sqlite.items import LIVE, SQLiteItems
 from memstrata.text import any_of, cube_prefix, query_terms
 
 
@@ -56,6 +56,22 @@ class SQLiteSearch(SQLiteItems):
         if len(found) < limit:
             found = conn.execute(sql, [expression, -1, *args]).fetchall()
         return [(r[0], -float(r[1])) for r in found]
+
+    def named_speakers(self, cube_ids: Sequence[str], names: Sequence[str]) -> set[str]:
+        # One index seek per (cube, name) on items_cube_speaker, stopping at the first live
+        # item: a DISTINCT over a speaker's items would read all of them.
+        sql = (
+            "SELECT speaker FROM items WHERE cube_id = ? AND speaker = ? COLLATE NOCASE "
+            f"AND status IN ({LIVE}) LIMIT 1"
+        )
+        conn = self.reader()
+        found = set()
+        for cube_id in dict.fromkeys(cube_ids):
+            for name in dict.fromkeys(names):
+                row = conn.execute(sql, (cube_id, name)).fetchone()
+                if row is not None:
+                    found.add(row[0])
+        return found
 
     def _postings_of(self, prefixes: list[str], term: str) -> int:
         """How many items of these cubes hold ``term`` (remembered a while: see ``PostingsCache``).

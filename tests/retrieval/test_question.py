@@ -1,0 +1,72 @@
+"""Reading whose memory a question asks about (retrieval.question) and what search does with it."""
+
+from __future__ import annotations
+
+import pytest
+
+from memstrata import MemoryOS
+from memstrata.filters import Filters
+from memstrata.model import Hit
+from memstrata.retrieval import search
+from memstrata.retrieval.question import names, subjects
+from memstrata.retrieval.search import expand_chain, hybrid_search
+
+
+def test_names_are_capitalised_words_unless_the_query_has_no_capitals() -> None:
+    assert names("What does Melanie's dog eat?") == ["Melanie"]
+    assert names("Where did Mary Ann go with Bo?") == ["Mary", "Ann", "Bo", "Mary Ann", "Ann Bo"]
+    assert names("what does melanie's dog eat") == [
+        "melanie", "dog", "eat", "melanie dog", "dog eat",
+    ]  # fmt: skip
+    assert names("How are you?") == []
+
+
+def _talk(mos: MemoryOS) -> list[str]:
+    mos.create_user("ann")
+    mos.create_cube("c", owner="ann", cube_id="c", settings={"working_capacity": 100})
+    said = [
+        ("Caroline", "Do you love pottery, Melanie? I love pottery and painting."),
+        ("Melanie", "Yes, I love it too."),
+        ("Caroline", "Running is how I relax after work."),
+        ("Melanie", "Reading relaxes me."),
+    ]
+    return mos.add(
+        [{"role": "user", "name": who, "content": text} for who, text in said],
+        user_id="ann", cube_id="c", session_id="s1",
+    )  # fmt: skip
+
+
+def test_subjects_are_the_cube_speakers_a_query_names(mos: MemoryOS) -> None:
+    _talk(mos)
+    assert subjects(mos.store, "What does Melanie love?", ["c"]) == {"Melanie"}
+    assert subjects(mos.store, "what does melanie love", ["c"]) == {"Melanie"}
+    assert subjects(mos.store, "Did Caroline and Melanie meet?", ["c"]) == {"Caroline", "Melanie"}
+    assert subjects(mos.store, "What does Bob love?", ["c"]) == frozenset()
+    assert subjects(mos.store, "What does Melanie love?", ["other"]) == frozenset()
+
+
+def test_a_named_speakers_items_rank_above_another_speakers(
+    mos: MemoryOS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = _talk(mos)
+    args = (mos.store, mos.embedder, mos.settings, "Does Melanie love pottery?", ["c"])
+    named = hybrid_search(*args, Filters(), 4)
+    assert named[0].item.id == ids[1]
+    # Without the factor, Caroline's question (the query's own words) would come first.
+    monkeypatch.setattr(search, "OTHER_SPEAKER", 1.0)
+    unweighted = hybrid_search(*args, Filters(), 4)
+    assert unweighted[0].item.id == ids[0]
+    before = {h.item.id: h.score for h in unweighted}
+    assert {h.item.id: h.score for h in named}[ids[0]] == pytest.approx(0.5 * before[ids[0]])
+
+
+def test_the_chain_adds_only_the_named_speakers_next_turns(mos: MemoryOS) -> None:
+    ids = _talk(mos)
+    running = mos.store.get_items([ids[2]])
+    hits = [Hit(running[0], 1.0)]
+    assert [h.item.id for h in expand_chain(mos.store, hits)] == [ids[2], ids[3]]
+    named = expand_chain(mos.store, hits, frozenset({"Caroline"}))
+    assert [h.item.id for h in named] == [ids[2]]
+    assert [h.item.id for h in expand_chain(mos.store, hits, frozenset({"Melanie"}))] == [
+        ids[2], ids[3],
+    ]  # fmt: skip
