@@ -5,12 +5,14 @@ while a background task runs waits for it briefly, then releases it, without a t
 from __future__ import annotations
 
 import logging
+import queue
 import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import httpx
 import pytest
@@ -19,7 +21,7 @@ from memstrata import MemoryOS
 from memstrata.memory import system
 from memstrata.scheduler import Task
 from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue
-from tests.serving import clean_env, free_port, served
+from tests.serving import STARTUP_S, clean_env, free_port, served
 
 #: What a service manager allows between SIGTERM and SIGKILL (docker: 10 s, systemd: 90 s).
 STOP_WITHIN_S = 15.0
@@ -106,16 +108,24 @@ def test_sigterm_during_a_long_add_exits_within_the_limit(tmp_path: Path) -> Non
     assert [t for t in stored_tasks(db) if t.status == "running"] == []
 
 
+def first_line(stream: IO[bytes], within_s: float) -> bytes | None:
+    """The first line ``stream`` gives within ``within_s`` seconds; None if none came (read by a
+    daemon thread, so that a server that never answers fails the test instead of hanging it)."""
+    lines: queue.Queue[bytes] = queue.Queue()
+    threading.Thread(target=lambda: lines.put(stream.readline()), daemon=True).start()
+    try:
+        return lines.get(timeout=within_s)
+    except queue.Empty:
+        return None
+
+
 def test_sigterm_stops_mcp_over_stdio(tmp_path: Path) -> None:
-    db = tmp_path / "mcp.db"
+    db, log = tmp_path / "mcp.db", tmp_path / "mcp.log"
     command = [sys.executable, "-m", "memstrata", "mcp", "--user", "ann", "--db", str(db)]
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=clean_env(),
-    )
+    with log.open("wb") as err:  # a file, not a pipe: a pipe nobody reads can fill and block it
+        process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=clean_env()
+        )
     assert process.stdin is not None and process.stdout is not None
     try:
         hello = (
@@ -124,14 +134,18 @@ def test_sigterm_stops_mcp_over_stdio(tmp_path: Path) -> None:
         )
         process.stdin.write(hello.encode())
         process.stdin.flush()
-        assert b'"result"' in process.stdout.readline()  # serving; the client keeps stdin open
+        # Serving once it answers (starting is slow on a loaded machine); stdin stays open, as
+        # a client keeps it.
+        answer = first_line(process.stdout, STARTUP_S)
+        assert answer is not None and b'"result"' in answer, log.read_text(errors="replace")
         process.send_signal(signal.SIGTERM)
         code = process.wait(STOP_WITHIN_S)
     finally:
         process.kill()
-        _, err = process.communicate()
-    assert code == 0, err.decode(errors="replace")
-    assert b"Traceback" not in err
+        process.communicate()
+    output = log.read_text(errors="replace")
+    assert code == 0, output
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output
 
 
 def test_sigterm_stops_mcp_over_http(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import threading
 from typing import Any
 
 from mcp.server.auth.settings import AuthSettings
@@ -81,8 +82,27 @@ def _add_resources(server: MCPServer, resources: Resources) -> None:
 
 
 def serve_stdio(memory: MemoryOS, user_id: str, cube_id: str | None = None) -> None:
-    """Serve over stdin/stdout until the client closes them (see ``fixed_caller``)."""
-    build_server(memory, fixed_caller(memory, user_id, cube_id)).run("stdio")
+    """Serve over stdin/stdout until the client closes them (see ``fixed_caller``).
+
+    The server's event loop runs in a thread of its own while this one waits for it, so that a
+    stop signal (``cli.serve.until_stopped`` raises ``KeyboardInterrupt`` where the main thread
+    is) interrupts the wait, never a task of the loop halfway (which asyncio reports, at
+    shutdown, with a traceback).  What the server raises is raised here.
+    """
+    server = build_server(memory, fixed_caller(memory, user_id, cube_id))
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            server.run("stdio")
+        except BaseException as exc:  # handed to the waiting thread, which raises it
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="memstrata-mcp-stdio", daemon=True)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
 
 
 def serve_http(memory: MemoryOS, host: str, port: int) -> None:
