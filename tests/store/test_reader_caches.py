@@ -24,13 +24,26 @@ def statements() -> int:
 def test_a_reader_keeps_a_bounded_number_of_statements(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "statements.db")
     try:
-        store.get_items(["warm"])
+        reader = store.reader()
         before = statements()
-        # ``WHERE id IN (?, ?, …)`` is a new statement for every length of its list: 100 here,
-        # all kept at Python's default of 128.
-        for n in range(1, 101):
-            store.get_items([f"missing-{i}" for i in range(n)])
+        for n in range(100):  # 100 distinct statements: all kept at Python's default of 128
+            reader.execute(f"SELECT {n}").fetchone()
         assert statements() - before <= READER_CACHED_STATEMENTS < 100
+    finally:
+        store.close()
+
+
+def test_a_list_of_ids_of_any_length_is_one_statement(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "lists.db")
+    try:
+        store.get_items(["warm"])
+        store.next_turns("cube", ["warm"])
+        before = statements()
+        for n in range(1, 101):
+            listed = [f"missing-{i}" for i in range(n)]
+            assert store.get_items(listed) == []
+            assert store.next_turns("cube", listed) == {}
+        assert statements() == before
     finally:
         store.close()
 

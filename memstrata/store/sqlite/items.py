@@ -23,6 +23,16 @@ from memstrata.store.base import Vectors
 from memstrata.store.sqlite import rows, writes
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
+#: A list of item ids as one parameter (``ids``): ``IN (?, ?, …)`` would be a new statement for
+#: every length of the list, each prepared and cached (about 27 KiB) by every thread's reader.
+ID_LIST = "(SELECT value FROM json_each(?))"
+
+
+def ids(item_ids: Sequence[str]) -> tuple[str]:
+    """The parameter of ``ID_LIST``."""
+    return (json.dumps(list(item_ids)),)
+
+
 # Searchable statuses as an SQL list (constants, so safe to inline).
 LIVE = ", ".join(f"'{s}'" for s in SEARCHABLE_STATUSES)
 
@@ -82,12 +92,8 @@ class SQLiteItems(SQLiteDatabase):
     def get_items(self, item_ids: Sequence[str]) -> list[MemoryItem]:
         if not item_ids:
             return []
-        found: dict[str, MemoryItem] = {}
-        for start in range(0, len(item_ids), 500):
-            chunk = list(item_ids[start : start + 500])
-            sql = f"SELECT * FROM items WHERE id IN ({', '.join('?' * len(chunk))})"
-            for row in self.reader().execute(sql, chunk):
-                found[row["id"]] = rows.item_from_dict(row)
+        sql = f"SELECT * FROM items WHERE id IN {ID_LIST}"
+        found = {r["id"]: rows.item_from_dict(r) for r in self.reader().execute(sql, ids(item_ids))}
         return [found[i] for i in item_ids if i in found]
 
     def list_items(
@@ -127,15 +133,14 @@ class SQLiteItems(SQLiteDatabase):
     def next_turns(self, cube_id: str, item_ids: Sequence[str]) -> dict[str, str]:
         if not item_ids:
             return {}
-        marks = ", ".join("?" * len(item_ids))
         sql = (
             "SELECT id, next_id FROM (SELECT i.id, LEAD(i.id) OVER (PARTITION BY i.session_id "
             "ORDER BY i.event_time, i.id) AS next_id FROM items i WHERE i.cube_id = ? "
             f"AND i.type = 'turn' AND i.status IN ({LIVE}) AND i.session_id IN "
-            f"(SELECT session_id FROM items WHERE id IN ({marks}))) "
-            f"WHERE id IN ({marks}) AND next_id IS NOT NULL"
+            f"(SELECT session_id FROM items WHERE id IN {ID_LIST})) "
+            f"WHERE id IN {ID_LIST} AND next_id IS NOT NULL"
         )
-        found = self.reader().execute(sql, [cube_id, *item_ids, *item_ids])
+        found = self.reader().execute(sql, [cube_id, *ids(item_ids), *ids(item_ids)])
         return {r[0]: r[1] for r in found}
 
     def record_access(self, counts: Mapping[str, int], at: datetime) -> None:
@@ -156,14 +161,11 @@ class SQLiteItems(SQLiteDatabase):
             yield from (rows.item_from_dict(r) for r in batch)
 
     def get_vectors(self, item_ids: Sequence[str]) -> Vectors:
-        found: dict[str, bytes] = {}
-        for start in range(0, len(item_ids), 500):
-            chunk = list(item_ids[start : start + 500])
-            sql = (
-                "SELECT i.id, v.vector FROM items i JOIN vectors v ON v.rid = i.rid "
-                f"WHERE i.id IN ({', '.join('?' * len(chunk))})"
-            )
-            found.update((r[0], r[1]) for r in self.reader().execute(sql, chunk))
+        sql = (
+            "SELECT i.id, v.vector FROM items i JOIN vectors v ON v.rid = i.rid "
+            f"WHERE i.id IN {ID_LIST}"
+        )
+        found: dict[str, bytes] = dict(self.reader().execute(sql, ids(item_ids)))
         missing = [i for i in item_ids if i not in found]
         if missing:
             raise ItemNotFound(missing[0])
