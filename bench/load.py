@@ -98,6 +98,8 @@ class Samples:
     ms: dict[str, list[float]] = field(default_factory=lambda: {"add": [], "search": []})
     errors: int = 0
     error_samples: list[str] = field(default_factory=list)
+    #: Requests sent again after a 409 that asked for a retry (``soak.py``'s updates).
+    retries: int = 0
 
     def failed(self, op: str, what: str) -> None:
         self.errors += 1
@@ -271,12 +273,20 @@ async def request(
     body: dict[str, Any],
     samples: Samples,
     method: str = "POST",
+    retries: int = 0,
 ) -> httpx.Response | None:
     """Send one request and note its latency under ``op``; the response when it is a 200, else
-    None (the failure is noted instead)."""
+    None (the failure is noted instead).  With ``retries``, a 409 for an item changed since the
+    server read it (``is_stale_read``) is sent again, up to that many times, as its hint says;
+    the latency is then the whole exchange's."""
     started = time.perf_counter()
     try:
         response = await http.request(method, path, json=body)
+        for _ in range(retries):
+            if not is_stale_read(response):
+                break
+            samples.retries += 1
+            response = await http.request(method, path, json=body)
     except httpx.HTTPError as exc:
         samples.failed(op, f"{type(exc).__name__}: {exc}")
         return None
@@ -285,6 +295,21 @@ async def request(
         return None
     samples.ms[op].append((time.perf_counter() - started) * 1000)
     return response
+
+
+def is_stale_read(response: httpx.Response) -> bool:
+    """Whether ``response`` is the 409 of a write that lost a race: the item changed between
+    the server's read of it and its write (e.g. a background task moved it to another tier
+    while an update was being embedded); the hint is to read it again and retry."""
+    if response.status_code != 409:
+        return False
+    try:
+        error = response.json()["error"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return error.get("code") == "conflict" and "changed since it was read" in error.get(
+        "message", ""
+    )
 
 
 # -- the report ------------------------------------------------------------------------------

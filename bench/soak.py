@@ -21,15 +21,19 @@ point of its first pause).
 * add: one or two turns of ``core.conversation`` into the user's cube (``POST /memories``);
 * search: a ``core.questions`` question, top 10 (``POST /search``);
 * context: the same kind of question, 300 tokens (``POST /context``);
-* update: new text for one of the turns this client added (``PUT /memories/{cube}/{id}``);
+* update: new text for one of the turns this client added (``PUT /memories/{cube}/{id}``); a
+  409 "changed since it was read" is sent again, up to 3 times (a background task moved the
+  turn to the mid tier while the update was embedded: a new version between the server's read
+  and its write), and counted as a retry, not an error;
 * erase: the oldest turn this client added, for good (``POST /erase``).
 
 An update or erase with nothing of its own to change yet is an add instead.  A request fails
 when it raises or answers other than 200.  Figures: per operation the count of successful
-requests and their latency p50/p95/p99/max in ms (``load.latency``); errors, with samples;
-requests/s; the server's CPU seconds; its resident memory (VmRSS) before any load ("idle"), when
-the measured run starts ("start"), every ``--rss-every`` seconds during it (the highest is
-"peak") and at the end, and the growth from start to end.  The exit status is 1 when a request
+requests and their latency p50/p95/p99/max in ms (``load.latency``; an update's includes its
+retries); errors, with samples; the updates retried; requests/s; the server's CPU seconds; its
+resident memory (VmRSS) before any load ("idle"), when the measured run starts ("start"), every
+``--rss-every`` seconds during it (the highest is "peak") and at the end, and the growth from
+start to end.  The exit status is 1 when a request
 failed (warm-up included) or the growth reached ``--max-rss-growth`` percent (default 10).
 """
 
@@ -60,6 +64,8 @@ TOP_K = 10
 BUDGET_TOKENS = 300
 #: Turns a client remembers as its own, for updates and erasures.
 OWN_TURNS = 50
+#: Times an update that lost a race with a background write is sent again (``load.request``).
+UPDATE_RETRIES = 3
 
 
 @dataclass
@@ -152,7 +158,10 @@ async def one_client(
             item = rng.choice(mine)
             body = {"text": f"{next(turns)['content']} (edited)", "reason": "soak"}
             path = f"/memories/{user.cube_id}/{item}"
-            await request(http, op, path, body, samples, method="PUT")
+            # The turn may be moved to the mid tier by the server's background work between
+            # its read and its write of the update (a new version: the update answers 409,
+            # "read it again and retry"); a client retries, and the retries are counted.
+            await request(http, op, path, body, samples, method="PUT", retries=UPDATE_RETRIES)
         else:
             body = {"item_id": mine.popleft(), "reason": "soak"}
             await request(http, op, "/erase", body, samples)
@@ -230,6 +239,7 @@ def report(
         "requests_per_s": round(done / elapsed, 1),
         "warm_up_requests": sum(len(ms) for ms in phases.warm.ms.values()) + phases.warm.errors,
         "errors": errors,
+        "update_retries": phases.warm.retries + samples.retries,
         "error_samples": (phases.warm.error_samples + samples.error_samples)[:10],
         **{op: latency(samples.ms[op], elapsed) for op in OPS},
         "server_rss": figures,
@@ -264,7 +274,8 @@ def table(result: dict[str, Any]) -> str:
     lines.append(f"{'all':<9}{result['requests']:>10}{result['requests_per_s']:>9}")
     rss = result["server_rss"]
     lines.append(
-        f"errors: {result['errors']}; server RSS MiB: idle {rss['idle_mib']}, start "
+        f"errors: {result['errors']} (updates retried after a 409: "
+        f"{result['update_retries']}); server RSS MiB: idle {rss['idle_mib']}, start "
         f"{rss['start_mib']}, peak "
         f"{rss['peak_mib']}, end {rss['end_mib']} (growth {rss['growth_pct']} %, limit "
         f"{result['target']['rss_growth_pct_below']} %); server CPU s (with the warm-up) "
