@@ -10,7 +10,7 @@ from memstrata.filters import Filters
 from memstrata.model import Hit, MemoryItem
 from memstrata.retrieval.decompose import decompose, interleave
 from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
-from memstrata.retrieval.question import subjects
+from memstrata.retrieval.question import subjects, without_subjects
 from memstrata.store.base import SearchIndex, Store
 
 
@@ -51,7 +51,8 @@ def hybrid_search(
     Each channel contributes its best ``max(search_candidates, 2 * top_k)`` candidates; ``Hit.score``
     is the fused RRF score, raised by ``neighbour_weight`` times the best adjacent turn's
     (``smooth_neighbours``), then multiplied by ``OTHER_SPEAKER`` for an item whose speaker is
-    not one the query names, when it names any (``retrieval.question.subjects``); ``Hit.ranks``
+    not one the query names, when it names any (``retrieval.question.subjects``; the dense
+    channel then embeds the query with those names said as "they"); ``Hit.ranks``
     holds each channel's rank (empty for a turn found only as the next turn of a candidate).
     A query that joins names ("Jon and Gina") is asked once
     per name instead, and the lists are merged round-robin (``retrieval.decompose``).
@@ -74,18 +75,19 @@ def _search_one(
     neighbour_weight: float,
 ) -> list[Hit]:
     width = candidate_width(settings, top_k)
+    named = subjects(store, query, cube_ids)
+    vector = embedder.embed_query(without_subjects(query, named) if named else query)
     fused = fuse_channels(
         store.keyword_search(
             query, cube_ids, filters, width, max_postings=settings.keyword_max_postings
         ),
-        store.vector_search(embedder.embed_query(query), cube_ids, filters, width),
+        store.vector_search(vector, cube_ids, filters, width),
         settings,
     )
     items = {item.id: item for item in store.get_items([item_id for item_id, _, _ in fused])}
     hits = [Hit(items[i], score, ranks) for i, score, ranks in fused if i in items]
     if neighbour_weight > 0:
         hits = smooth_neighbours(store, hits, filters, neighbour_weight)
-    named = subjects(store, query, cube_ids)
     if named:
         hits = sorted(
             (h if _spoken_by(h.item, named) else Hit(h.item, h.score * OTHER_SPEAKER, h.ranks)

@@ -8,7 +8,7 @@ from memstrata import MemoryOS
 from memstrata.filters import Filters
 from memstrata.model import Hit
 from memstrata.retrieval import search
-from memstrata.retrieval.question import names, subjects
+from memstrata.retrieval.question import names, subjects, without_subjects
 from memstrata.retrieval.search import expand_chain, hybrid_search
 
 
@@ -19,6 +19,16 @@ def test_names_are_capitalised_words_unless_the_query_has_no_capitals() -> None:
         "melanie", "dog", "eat", "melanie dog", "dog eat",
     ]  # fmt: skip
     assert names("How are you?") == []
+
+
+def test_the_dense_query_says_they_for_its_subjects() -> None:
+    melanie = frozenset({"Melanie"})
+    assert without_subjects("What does Melanie's dog eat?", melanie) == "What does their dog eat?"
+    both = frozenset({"Melanie", "Mary Ann"})
+    assert without_subjects("Did melanie meet MARY ANN?", both) == "Did they meet they?"
+    assert without_subjects("Where did Melanies go?", melanie) == "Where did Melanies go?"
+    # Nothing but the name: kept whole (the dense channel would have nothing to look for).
+    assert without_subjects("Who is Melanie?", melanie) == "Who is Melanie?"
 
 
 def _talk(mos: MemoryOS) -> list[str]:
