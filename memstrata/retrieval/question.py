@@ -1,4 +1,4 @@
-"""Reading a question without a model: whose memory it asks about.
+"""Reading a question without a model: whose memory it asks about, and when.
 
 A question that names a person ("What does Melanie do to destress?") is answered by that
 person's own words far more often than by anyone else's: on LoCoMo's development split, 96 % of
@@ -9,20 +9,39 @@ lower (``retrieval.search``) and the context does not spend its budget on their 
 "they" (``without_subjects``).  Names are the query's capitalised words (possessives stripped, two-word
 names too) or, in an all-lower-case query, all its words; each is looked up among the cubes'
 speakers in the store, so an ordinary word is a subject only when someone is called that.
+
+A question that gives a calendar date ("What did Nate do for Joanna on 25 May, 2022?") asks
+about what happened then: ``dates`` reads such dates ("25 May, 2022", "May 25th 2022",
+"2022-05-25"), and search raises items within a day of one (``near``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import date, timedelta
 from itertools import pairwise
 
+from memstrata.model import MemoryItem
 from memstrata.store.base import SearchIndex
 from memstrata.text import STOPWORDS
 
 _WORD = re.compile(r"[^\W\d_][\w\-]*")
 _POSSESSIVE = re.compile(r"['’]s\b")
 _PRONOUNS = frozenset({"they", "their"})
+_MONTHS = ("january february march april may june july august september october november "
+           "december").split()  # fmt: skip
+_MONTH = "|".join(_MONTHS)
+_DAY_MONTH_YEAR = re.compile(
+    rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?P<m>{_MONTH}),?\s+(?P<y>\d{{4}})\b", re.IGNORECASE
+)
+_MONTH_DAY_YEAR = re.compile(
+    rf"\b(?P<m>{_MONTH})\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})\b", re.IGNORECASE
+)
+_ISO = re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b")
+#: How many days from a date the query names an item still counts as then (time zones, and
+#: "yesterday" told the next day).
+DATE_DAYS = 1
 #: Words looked up at most (a query is short; this bounds the lookups of a long one).
 MAX_NAMES = 24
 
@@ -60,3 +79,24 @@ def without_subjects(query: str, speakers: frozenset[str]) -> str:
         said = pattern.sub(lambda m: "their" if m.group(1) else "they", said)
     rest = [w for w in _WORD.findall(said) if w.lower() not in STOPWORDS | _PRONOUNS]
     return said if rest else query
+
+
+def dates(query: str) -> list[date]:
+    """The calendar dates ``query`` names, in order (impossible ones, like 31 February, are
+    skipped)."""
+    found: list[tuple[int, date]] = []
+    for pattern in (_DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _ISO):
+        for m in pattern.finditer(query):
+            month = m["m"]
+            number = int(month) if month.isdigit() else _MONTHS.index(month.lower()) + 1
+            try:
+                found.append((m.start(), date(int(m["y"]), number, int(m["d"]))))
+            except ValueError:
+                continue
+    return list(dict.fromkeys(d for _, d in sorted(found)))
+
+
+def near(item: MemoryItem, days: Sequence[date]) -> bool:
+    """Whether ``item`` happened within ``DATE_DAYS`` of one of ``days`` (by its event time)."""
+    when = item.event_time.date()
+    return any(abs(when - day) <= timedelta(days=DATE_DAYS) for day in days)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import date
 
 from memstrata.config import Settings
 from memstrata.embed.base import Embedder
@@ -10,7 +11,7 @@ from memstrata.filters import Filters
 from memstrata.model import Hit, MemoryItem
 from memstrata.retrieval.decompose import decompose, interleave
 from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
-from memstrata.retrieval.question import subjects, without_subjects
+from memstrata.retrieval.question import dates, near, subjects, without_subjects
 from memstrata.store.base import SearchIndex, Store
 
 
@@ -33,6 +34,8 @@ NEIGHBOUR_WEIGHT = 0.6
 #: Factor on the score of an item spoken by someone a query does not name, when it names
 #: speakers (see ``retrieval.question``).
 OTHER_SPEAKER = 0.5
+#: Factor on the score of an item from (about) a date the query names.
+DATE_BOOST = 2.0
 
 
 def hybrid_search(
@@ -52,7 +55,8 @@ def hybrid_search(
     is the fused RRF score, raised by ``neighbour_weight`` times the best adjacent turn's
     (``smooth_neighbours``), then multiplied by ``OTHER_SPEAKER`` for an item whose speaker is
     not one the query names, when it names any (``retrieval.question.subjects``; the dense
-    channel then embeds the query with those names said as "they"); ``Hit.ranks``
+    channel then embeds the query with those names said as "they"), and by ``DATE_BOOST``
+    for an item within a day of a date the query names (``question.dates``); ``Hit.ranks``
     holds each channel's rank (empty for a turn found only as the next turn of a candidate).
     A query that joins names ("Jon and Gina") is asked once
     per name instead, and the lists are merged round-robin (``retrieval.decompose``).
@@ -88,13 +92,23 @@ def _search_one(
     hits = [Hit(items[i], score, ranks) for i, score, ranks in fused if i in items]
     if neighbour_weight > 0:
         hits = smooth_neighbours(store, hits, filters, neighbour_weight)
-    if named:
-        hits = sorted(
-            (h if _spoken_by(h.item, named) else Hit(h.item, h.score * OTHER_SPEAKER, h.ranks)
-             for h in hits),
-            key=lambda h: -h.score,
-        )  # fmt: skip
+    days = dates(query)
+    if named or days:
+        hits = sorted(_weighed(hits, named, days), key=lambda h: -h.score)
     return hits[:top_k]
+
+
+def _weighed(hits: list[Hit], speakers: frozenset[str], days: list[date]) -> Iterator[Hit]:
+    """``hits`` with their scores multiplied by what the query says: ``OTHER_SPEAKER`` for
+    an item not spoken by one of ``speakers`` (when there are any), ``DATE_BOOST`` for one
+    near one of ``days``."""
+    for hit in hits:
+        factor = 1.0
+        if speakers and not _spoken_by(hit.item, speakers):
+            factor *= OTHER_SPEAKER
+        if days and near(hit.item, days):
+            factor *= DATE_BOOST
+        yield hit if factor == 1.0 else Hit(hit.item, hit.score * factor, hit.ranks)
 
 
 def _spoken_by(item: MemoryItem, speakers: frozenset[str]) -> bool:

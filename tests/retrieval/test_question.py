@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime, timezone
+
 import pytest
 
 from memstrata import MemoryOS
 from memstrata.filters import Filters
-from memstrata.model import Hit
+from memstrata.model import Hit, MemoryItem
 from memstrata.retrieval import search
-from memstrata.retrieval.question import names, subjects, without_subjects
+from memstrata.retrieval.question import dates, names, near, subjects, without_subjects
 from memstrata.retrieval.search import expand_chain, hybrid_search
 
 
@@ -80,3 +82,33 @@ def test_the_chain_adds_only_the_named_speakers_next_turns(mos: MemoryOS) -> Non
     assert [h.item.id for h in expand_chain(mos.store, hits, frozenset({"Melanie"}))] == [
         ids[2], ids[3],
     ]  # fmt: skip
+
+
+def test_dates_a_query_names() -> None:
+    assert dates("What did Nate do on 25 May, 2022?") == [date(2022, 5, 25)]
+    assert dates("between August 11th 2023 and 2023-08-15") == [
+        date(2023, 8, 11), date(2023, 8, 15),
+    ]  # fmt: skip
+    assert dates("on 31 February 2022, in May 2022, at 10:25") == []
+    when = datetime(2022, 5, 26, 9, tzinfo=timezone.utc)
+    item = MemoryItem(id="x", cube_id="c", text="t", event_time=when)
+    assert near(item, [date(2022, 5, 25)]) and not near(item, [date(2022, 5, 24)])
+
+
+def test_an_item_from_the_date_a_query_names_ranks_first(mos: MemoryOS) -> None:
+    mos.create_user("ann")
+    mos.create_cube("c", owner="ann", cube_id="c", settings={"working_capacity": 100})
+    days = ("2022-05-01T10:00:00Z", "2022-05-25T10:00:00Z", "2022-06-20T10:00:00Z")
+    ids = [
+        mos.add(
+            [{"role": "user", "content": "We went to the lake again.", "timestamp": day}],
+            user_id="ann",
+            cube_id="c",
+            session_id=day,
+        )[0]  # fmt: skip
+        for day in days
+    ]
+    hits = mos.search("Where did we go on 25 May, 2022?", user_id="ann", top_k=3)
+    assert hits[0].item.id == ids[1]
+    later = mos.search("Where did we go on June 20th 2022?", user_id="ann", top_k=3)
+    assert later[0].item.id == ids[2]
