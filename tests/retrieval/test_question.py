@@ -105,7 +105,7 @@ def test_an_item_from_the_date_a_query_names_ranks_first(mos: MemoryOS) -> None:
             user_id="ann",
             cube_id="c",
             session_id=day,
-        )[0]  # fmt: skip
+        )[0]
         for day in days
     ]
     hits = mos.search("Where did we go on 25 May, 2022?", user_id="ann", top_k=3)
