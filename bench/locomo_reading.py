@@ -1,0 +1,117 @@
+"""Ablation of question reading (``retrieval/question.py``) on LoCoMo: each step's share.
+
+Run from the repository root (the data is CC BY-NC and stays in ../shared)::
+
+    python bench/locomo_reading.py --data ../shared/data/locomo/locomo_dev.json --out reading.json
+
+Each conversation is ingested once as raw turns (as ``memstrata eval locomo --no-tiers`` does:
+speaker as ``name``, session date as ``timestamp``, ``dia_id`` as ``id``), then every question
+of categories 1-4 with evidence is asked through ``MemoryOS.context`` within 1000 and 2000
+tokens under each of these settings, one step added at a time:
+
+0. ``none``: no reading (the search of the previous round);
+1. ``chain``: the context adds only the named speakers' next turns (``expand_chain``);
+2. ``speaker``: items of speakers the question does not name score ``OTHER_SPEAKER``;
+3. ``they``: the dense channel embeds the question with those names said as "they";
+4. ``dates`` (the default): items within a day of a date the question names score
+   ``DATE_BOOST``.
+
+A question counts when all its evidence turns are verbatim in the context (the harness's
+``recall@Ntok``).  The steps are switched off by setting the module constants and functions
+they use back to neutral values (this script only; the library has no such switches).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from memstrata import MemoryOS
+from memstrata.eval.locomo import CATEGORIES, evidence, load, sessions
+from memstrata.memory import reading
+from memstrata.retrieval import search
+
+STEPS = ("none", "chain", "speaker", "they", "dates")
+BUDGETS = (1000, 2000)
+
+
+@contextmanager
+def reading_up_to(step: str) -> Iterator[None]:
+    """The library as it reads questions up to ``step`` (see the module docstring)."""
+    level = STEPS.index(step)
+    saved = (reading.subjects, search.OTHER_SPEAKER, search.without_subjects, search.DATE_BOOST)
+    if level < 1:
+        reading.subjects = lambda store, query, cube_ids: frozenset()  # type: ignore[assignment]
+    if level < 2:
+        search.OTHER_SPEAKER = 1.0
+    if level < 3:
+        search.without_subjects = lambda query, speakers: query  # type: ignore[assignment]
+    if level < 4:
+        search.DATE_BOOST = 1.0
+    try:
+        yield
+    finally:
+        reading.subjects, search.OTHER_SPEAKER, search.without_subjects, search.DATE_BOOST = saved
+
+
+def run(data: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """{step: {"<group>/recall@<N>tok": share}} over every question of ``data``."""
+    marks: dict[str, dict[str, list[bool]]] = {s: {} for s in STEPS}
+    for n, sample in enumerate(data, start=1):
+        start = time.perf_counter()
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            MemoryOS.open(str(Path(folder) / "locomo.db"), workers=0) as mos,
+        ):
+            mos.create_user("eval")
+            raw = {"working_capacity": 10_000}
+            cube = mos.create_cube(sample["sample_id"], owner="eval", settings=raw).cube_id
+            for session_id, messages in sessions(sample["conversation"]):
+                mos.add(messages, user_id="eval", cube_id=cube, session_id=session_id)
+            asked = [q for q in sample["qa"] if q["category"] in CATEGORIES and evidence(q)]
+            for step in STEPS:
+                with reading_up_to(step):
+                    for qa in asked:
+                        for budget in BUDGETS:
+                            ctx = mos.context(qa["question"], user_id="eval", budget_tokens=budget)
+                            found = evidence(qa) <= {i.external_id for i in ctx.items}
+                            for group in ("overall", CATEGORIES[qa["category"]]):
+                                key = f"{group}/recall@{budget}tok"
+                                marks[step].setdefault(key, []).append(found)
+        took = time.perf_counter() - start
+        print(f"conversation {n}/{len(data)} done in {took:.0f} s", file=sys.stderr, flush=True)
+    return {
+        step: {key: round(sum(v) / len(v), 3) for key, v in found.items()}
+        for step, found in marks.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", required=True, help="a LoCoMo JSON file")
+    parser.add_argument("--out", help="write the figures here as JSON")
+    args = parser.parse_args()
+    result = run(load(args.data))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    groups = ("overall", "multi-hop", "temporal", "open-domain", "single-hop")
+    print("step     " + "".join(f"{g:>14}" for g in groups))
+    for step, figures in result.items():
+        cells = ["/".join(_share(figures, g, b) for b in BUDGETS) for g in groups]
+        print(f"{step:<9}" + "".join(f"{c:>14}" for c in cells))
+
+
+def _share(figures: dict[str, float], group: str, budget: int) -> str:
+    value = figures.get(f"{group}/recall@{budget}tok")
+    return "-" if value is None else f"{value:.3f}"
+
+
+if __name__ == "__main__":
+    main()
