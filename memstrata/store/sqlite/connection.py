@@ -39,7 +39,7 @@ POSTINGS_CACHE_SIZE = 50_000
 READER_CACHED_STATEMENTS = 32
 #: Page cache of each reader, KiB (SQLite's default is 2,000: 80 MiB for 40 readers as the file
 #: grows).  A page not cached is copied again from the OS's file cache, in microseconds.  At 512
-#: the readers' SQLite memory still rose 15 → 20-27 MiB over a 300 s soak, caches filling as
+#: the readers' SQLite memory still rose 15 → 18-27 MiB over a 300 s soak, caches filling as
 #: the file grew (statements steady); 128 (32 pages) bounds the 42 readers' pages to 5 MiB.
 READER_CACHE_KIB = 128
 
