@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from memstrata.embed import fingerprint
-from memstrata.errors import ItemNotFound, ValidationError
+from memstrata.errors import ConflictError, ItemNotFound, ValidationError
 from memstrata.filters import Filters, parse_filters
 from memstrata.lifecycle import states
 from memstrata.limits import (
@@ -28,6 +28,9 @@ from memstrata.model import MemoryItem, Source, Version, new_id, utcnow
 from memstrata.reader import documents
 from memstrata.reader.messages import parse_content, parse_messages, parse_metadata
 from memstrata.text import embedding_text
+
+#: Tries of an update whose item another writer changed between its read and its write.
+UPDATE_ATTEMPTS = 3
 
 
 class Items:
@@ -201,10 +204,20 @@ class Items:
         if metadata is not None:
             changes["metadata"] = parse_metadata(metadata, "metadata")
         check_reason(reason)
-        item = self._access.item(item_id, user_id, "write", cube_id)
-        states.check_writable(item.id, item.status)
-        self._access.check_item_embedder(item)
-        return self.write_version(item, replace(item, **changes), user_id, "update", reason)
+        # The caller names no version, so a background write landing between this read and
+        # the write (the tiers moving the turn, a visit count) is no conflict of theirs: read
+        # again and apply the same change (seen in the soak as a 409 on a plain update).
+        attempt = 1
+        while True:
+            item = self._access.item(item_id, user_id, "write", cube_id)
+            states.check_writable(item.id, item.status)
+            self._access.check_item_embedder(item)
+            try:
+                return self.write_version(item, replace(item, **changes), user_id, "update", reason)
+            except ConflictError:
+                if attempt == UPDATE_ATTEMPTS:
+                    raise
+                attempt += 1
 
     def write_version(
         self, old: MemoryItem, new: MemoryItem, actor: str, op: str, reason: str | None
