@@ -4,11 +4,12 @@ A question that names a person ("What does Melanie do to destress?") is answered
 person's own words far more often than by anyone else's: on LoCoMo's development split, 96 % of
 the evidence turns of questions naming one speaker are that speaker's.  ``subjects`` finds the
 speakers of the searched cubes that a query names; search then ranks other speakers' items
-lower (``retrieval.search``) and the context does not spend its budget on their replies
-(``expand_chain``), and the dense channel embeds the question with those names said as
-"they" (``without_subjects``).  Names are the query's capitalised words (possessives stripped, two-word
-names too) or, in an all-lower-case query, all its words; each is looked up among the cubes'
-speakers in the store, so an ordinary word is a subject only when someone is called that.
+lower (``retrieval.search``), its dense channel embeds the question with those names said as
+"they" (``without_subjects``), and the context does not spend its budget on the others'
+replies (``expand_chain``).  Names are the query's capitalised words (possessives stripped,
+two-word names too) or, in an all-lower-case query, all its words; each is looked up among the
+cubes' speakers in the store, so an ordinary word is a subject only when someone is called
+that.
 
 A question that gives a calendar date ("What did Nate do for Joanna on 25 May, 2022?") asks
 about what happened then: ``dates`` reads such dates ("25 May, 2022", "May 25th 2022",

@@ -58,8 +58,8 @@ def hybrid_search(
     channel then embeds the query with those names said as "they"), and by ``DATE_BOOST``
     for an item within a day of a date the query names (``question.dates``); ``Hit.ranks``
     holds each channel's rank (empty for a turn found only as the next turn of a candidate).
-    A query that joins names ("Jon and Gina") is asked once
-    per name instead, and the lists are merged round-robin (``retrieval.decompose``).
+    A query that joins names ("Jon and Gina") is asked once per name instead, and the lists are
+    merged round-robin (``retrieval.decompose``).
     """
     found = [
         _search_one(store, embedder, settings, q, cube_ids, filters, top_k, neighbour_weight)
