@@ -71,8 +71,9 @@ def without_subjects(query: str, speakers: frozenset[str]) -> str:
     Every item of a speaker is embedded with the speaker's name (``text.embedding_text``), so a
     name in the query vector pulls towards *all* that person's turns and away from what is asked
     about them; the subject is already taken care of by the speaker factor.  On LoCoMo's
-    development split this lifts evidence recall within 1000/2000 tokens from 0.784/0.853 to
-    0.811/0.868 (docs/evaluation.md).  A query that is nothing but names is kept whole.
+    development split this lifts evidence recall within 1000/2000 tokens from 0.789/0.854 to
+    0.808/0.867 (``bench/locomo_reading.py``, docs/evaluation.md).  A query that is nothing but
+    names is kept whole.
     """
     said = query
     for name in sorted(speakers, key=len, reverse=True):
