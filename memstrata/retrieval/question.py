@@ -7,9 +7,9 @@ speakers of the searched cubes that a query names; search then ranks other speak
 lower (``retrieval.search``), its dense channel embeds the question with those names said as
 "they" (``without_subjects``), and the context does not spend its budget on the others'
 replies (``expand_chain``).  Names are the query's capitalised words (possessives stripped,
-two-word names too) or, in an all-lower-case query, all its words; each is looked up among the
-cubes' speakers in the store, so an ordinary word is a subject only when someone is called
-that.
+two-word names too) or, when no word but the first is capitalised, all its words; each is
+looked up among the cubes' speakers in the store, so an ordinary word is a subject only when
+someone is called that.
 
 A question that gives a calendar date ("What did Nate do for Joanna on 25 May, 2022?") asks
 about what happened then: ``dates`` reads such dates ("25 May, 2022", "May 25th 2022",
@@ -51,7 +51,9 @@ def names(query: str) -> list[str]:
     """The words of ``query`` that may name someone, then each two consecutive ones (for a
     two-word name), at most ``MAX_NAMES``."""
     words = _WORD.findall(_POSSESSIVE.sub("", query))
-    if any(ch.isupper() for ch in query):
+    # Capitals past the first word mark the names; a capital that only starts the sentence
+    # ("What does melanie like?") says nothing, so then every word may be one.
+    if any(w[0].isupper() for w in words[1:]):
         words = [w for w in words if w[0].isupper()]
     words = [w for w in words if w.lower() not in STOPWORDS]
     pairs = [f"{a} {b}" for a, b in pairwise(words)]

@@ -14,13 +14,16 @@ from memstrata.retrieval.question import dates, names, near, subjects, without_s
 from memstrata.retrieval.search import expand_chain, hybrid_search
 
 
-def test_names_are_capitalised_words_unless_the_query_has_no_capitals() -> None:
+def test_names_are_capitalised_words_unless_only_the_first_is() -> None:
     assert names("What does Melanie's dog eat?") == ["Melanie"]
     assert names("Where did Mary Ann go with Bo?") == ["Mary", "Ann", "Bo", "Mary Ann", "Ann Bo"]
     assert names("what does melanie's dog eat") == [
         "melanie", "dog", "eat", "melanie dog", "dog eat",
     ]  # fmt: skip
     assert names("How are you?") == []
+    # Only the sentence's first word capitalised: every word may be a name.
+    assert names("What does melanie like?") == ["melanie", "like", "melanie like"]
+    assert names("Melanie likes what?") == ["Melanie", "likes", "Melanie likes"]
 
 
 def test_the_dense_query_says_they_for_its_subjects() -> None:
