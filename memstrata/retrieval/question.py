@@ -43,6 +43,8 @@ _ISO = re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b")
 #: How many days from a date the query names an item still counts as then (time zones, and
 #: "yesterday" told the next day).
 DATE_DAYS = 1
+#: Dates read at most (a question names one or two; this bounds the work of a long query).
+MAX_DATES = 8
 #: Words looked up at most (a query is short; this bounds the lookups of a long one).
 MAX_NAMES = 24
 
@@ -86,8 +88,8 @@ def without_subjects(query: str, speakers: frozenset[str]) -> str:
 
 
 def dates(query: str) -> list[date]:
-    """The calendar dates ``query`` names, in order (impossible ones, like 31 February, are
-    skipped)."""
+    """The calendar dates ``query`` names, in order, at most ``MAX_DATES`` (impossible ones,
+    like 31 February, are skipped)."""
     found: list[tuple[int, date]] = []
     for pattern in (_DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _ISO):
         for m in pattern.finditer(query):
@@ -97,7 +99,7 @@ def dates(query: str) -> list[date]:
                 found.append((m.start(), date(int(m["y"]), number, int(m["d"]))))
             except ValueError:
                 continue
-    return list(dict.fromkeys(d for _, d in sorted(found)))
+    return list(dict.fromkeys(d for _, d in sorted(found)))[:MAX_DATES]
 
 
 def near(item: MemoryItem, days: Sequence[date]) -> bool:

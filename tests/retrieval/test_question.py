@@ -10,7 +10,14 @@ from memstrata import MemoryOS
 from memstrata.filters import Filters
 from memstrata.model import Hit, MemoryItem
 from memstrata.retrieval import search
-from memstrata.retrieval.question import dates, names, near, subjects, without_subjects
+from memstrata.retrieval.question import (
+    MAX_DATES,
+    dates,
+    names,
+    near,
+    subjects,
+    without_subjects,
+)
 from memstrata.retrieval.search import expand_chain, hybrid_search
 
 
@@ -93,6 +100,8 @@ def test_dates_a_query_names() -> None:
         date(2023, 8, 11), date(2023, 8, 15),
     ]  # fmt: skip
     assert dates("on 31 February 2022, in May 2022, at 10:25") == []
+    many = " ".join(f"2022-01-{day:02d}" for day in range(1, 29))
+    assert dates(many) == [date(2022, 1, day) for day in range(1, MAX_DATES + 1)]
     when = datetime(2022, 5, 26, 9, tzinfo=timezone.utc)
     item = MemoryItem(id="x", cube_id="c", text="t", event_time=when)
     assert near(item, [date(2022, 5, 25)]) and not near(item, [date(2022, 5, 24)])
