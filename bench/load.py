@@ -372,20 +372,28 @@ def report(
     }
 
 
+def latency_lines(result: dict[str, Any], ops: Sequence[str], width: int) -> list[str]:
+    """A header, a row per operation of ``result`` (requests, req/s, p50/p95/p99/max ms; "-"
+    where none was timed) and a total row; the first column ``width`` wide."""
+    names = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
+    lines = [f"{'op':<{width}}{'requests':>10}{'req/s':>9}"
+             + "".join(f"{n.replace('_ms', ' ms'):>9}" for n in names)]  # fmt: skip
+    for op in ops:
+        row = result[op]
+        shown = "".join(f"{'-' if row.get(k) is None else row[k]:>9}" for k in names)
+        lines.append(f"{op:<{width}}{row['count']:>10}{row['per_s']:>9}{shown}")
+    lines.append(f"{'all':<{width}}{result['requests']:>10}{result['requests_per_s']:>9}")
+    return lines
+
+
 def table(result: dict[str, Any]) -> str:
     mix = result["mix"]
     lines = [
         f"{result['clients']} clients, {result['duration_s']} s, adds:searches "
         f"{mix['adds']}:{mix['searches']}, think {result['think_s']} s, "
         f"{result['items_at_start']:,} items readable at start",
-        f"{'op':<8}{'requests':>10}{'req/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'max ms':>9}",
+        *latency_lines(result, ("add", "search"), 8),
     ]
-    for op in ("add", "search"):
-        row = result[op]
-        cells = [row.get(k) for k in ("p50_ms", "p95_ms", "p99_ms", "max_ms")]
-        shown = "".join(f"{'-' if c is None else c:>9}" for c in cells)
-        lines.append(f"{op:<8}{row['count']:>10}{row['per_s']:>9}{shown}")
-    lines.append(f"{'all':<8}{result['requests']:>10}{result['requests_per_s']:>9}")
     target = result["target"]
     lines.append(
         f"errors: {result['errors']}; search p95 ≤ {TARGET_SEARCH_P95_MS:g} ms: "

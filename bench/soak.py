@@ -56,7 +56,7 @@ from typing import Any
 
 import httpx
 from core import SEED, conversation, questions
-from load import Samples, cpu_seconds, latency, prepare_user, request, serving
+from load import Samples, cpu_seconds, latency, latency_lines, prepare_user, request, serving
 
 OPS = ("add", "search", "context", "update", "erase")
 QUESTIONS = 500
@@ -264,14 +264,8 @@ def table(result: dict[str, Any]) -> str:
         f"warm-up + {result['duration_s']} s measured, "
         f"mix {':'.join(str(w) for w in result['mix'].values())} "
         f"({':'.join(result['mix'])}), think {result['think_s']} s",
-        f"{'op':<9}{'requests':>10}{'req/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'max ms':>9}",
+        *latency_lines(result, OPS, 9),
     ]
-    for op in OPS:
-        row = result[op]
-        cells = [row.get(k) for k in ("p50_ms", "p95_ms", "p99_ms", "max_ms")]
-        shown = "".join(f"{'-' if c is None else c:>9}" for c in cells)
-        lines.append(f"{op:<9}{row['count']:>10}{row['per_s']:>9}{shown}")
-    lines.append(f"{'all':<9}{result['requests']:>10}{result['requests_per_s']:>9}")
     rss = result["server_rss"]
     lines.append(
         f"errors: {result['errors']} (updates retried after a 409: "

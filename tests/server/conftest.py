@@ -15,8 +15,10 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
+import hypothesis
 import pytest
 import uvicorn
 from fastapi import FastAPI
@@ -100,6 +102,32 @@ def _boom() -> None:
 def start_server() -> Callable[[FastAPI], AbstractContextManager[str]]:
     """``serving``, for test modules that run an app of their own."""
     return serving
+
+
+@contextmanager
+def fuzz_target(folder: Path, **settings: Any) -> Iterator[tuple[str, str]]:
+    """A server of its own for generated requests (fuzz and schema tests): a database in
+    ``folder`` opened with ``settings``, an admin key, and a cube ``notes`` with one memory for
+    the requests to find.  Yields (base URL, admin key)."""
+    with MemoryOS.open(str(folder / "fuzzed.db"), workers=0, **settings) as memory:
+        key = bootstrap(memory)
+        assert key is not None
+        memory.create_cube("notes", owner="admin", cube_id="notes")
+        memory.add("Ann moved to Porto.", user_id="admin", cube_id="notes")
+        with serving(create_app(memory)) as url:
+            yield url, key
+
+
+def generated(examples: int) -> hypothesis.settings:
+    """Hypothesis settings for generated requests: ``examples`` per operation, the same ones on
+    every run, no deadline (a request may wait for the embedder), no health checks."""
+    return hypothesis.settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(hypothesis.HealthCheck),
+    )
 
 
 @pytest.fixture(scope="session")

@@ -15,25 +15,21 @@ server and database of its own, as the admin.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import pytest
 import schemathesis
-from fastapi import FastAPI
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.core import NotSet
 from schemathesis.core.result import Ok
 
-from memstrata import MemoryOS
-from memstrata.server.rest import bootstrap, create_app
 from tests.nasty import NESTED, TEXT, URL_TEXT
+from tests.server.conftest import fuzz_target, generated
 
 #: Requests per operation.
 EXAMPLES = 15
@@ -49,18 +45,9 @@ RAW_BODIES = [
 
 
 @pytest.fixture(scope="module")
-def fuzzed(
-    tmp_path_factory: pytest.TempPathFactory,
-    start_server: Callable[[FastAPI], AbstractContextManager[str]],
-) -> Iterator[tuple[str, str]]:
-    db = Path(tmp_path_factory.mktemp("fuzz")) / "fuzzed.db"
-    with MemoryOS.open(str(db), workers=0, max_request_bytes=200_000) as memory:
-        key = bootstrap(memory)
-        assert key is not None
-        memory.create_cube("notes", owner="admin", cube_id="notes")
-        memory.add("Ann moved to Porto.", user_id="admin", cube_id="notes")
-        with start_server(create_app(memory)) as url:
-            yield url, key
+def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    with fuzz_target(tmp_path_factory.mktemp("fuzz"), max_request_bytes=200_000) as target:
+        yield target
 
 
 def _strings(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
@@ -135,13 +122,7 @@ def test_no_operation_answers_5xx_to_hostile_values(fuzzed: tuple[str, str]) -> 
         for operation in operations:
 
             @given(case=hostile(operation))
-            @settings(
-                max_examples=EXAMPLES,
-                deadline=None,
-                derandomize=True,
-                database=None,
-                suppress_health_check=list(HealthCheck),
-            )
+            @generated(EXAMPLES)
             def check(case: Any) -> None:
                 assert send(http, case) < 500, (case.method, case.path)
 

@@ -8,15 +8,12 @@ settings it changes and the cubes it deletes touch no other test.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import schemathesis
-from fastapi import FastAPI
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -27,8 +24,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from memstrata import MemoryOS
-from memstrata.server.rest import bootstrap, create_app
+from tests.server.conftest import fuzz_target, generated
 
 #: Generated requests per operation and mode (valid, invalid): a bounded run (about 10 s on 2 cores).
 EXAMPLES = 20
@@ -43,19 +39,10 @@ CHECKS = [
 
 
 @pytest.fixture(scope="module")
-def fuzzed(
-    tmp_path_factory: pytest.TempPathFactory,
-    start_server: Callable[[FastAPI], AbstractContextManager[str]],
-) -> Iterator[tuple[str, str]]:
+def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """A server of its own, with a cube and a memory for the generated requests to find."""
-    db = Path(tmp_path_factory.mktemp("schema")) / "fuzzed.db"
-    with MemoryOS.open(str(db), workers=0) as memory:
-        key = bootstrap(memory)
-        assert key is not None
-        memory.create_cube("notes", owner="admin", cube_id="notes")
-        memory.add("Ann moved to Porto.", user_id="admin", cube_id="notes")
-        with start_server(create_app(memory)) as url:
-            yield url, key
+    with fuzz_target(tmp_path_factory.mktemp("schema")) as target:
+        yield target
 
 
 def test_every_operation_conforms_to_the_schema(fuzzed: tuple[str, str]) -> None:
@@ -71,13 +58,7 @@ def test_every_operation_conforms_to_the_schema(fuzzed: tuple[str, str]) -> None
         cases = st.one_of(*(operation.as_strategy(GenerationMode(m)) for m in MODES))
 
         @given(case=cases)
-        @settings(
-            max_examples=EXAMPLES,
-            deadline=None,
-            derandomize=True,
-            database=None,
-            suppress_health_check=list(HealthCheck),
-        )
+        @generated(EXAMPLES)
         def check(case: Any) -> None:
             case.call_and_validate(headers=headers, checks=CHECKS)
 
