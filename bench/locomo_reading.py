@@ -17,7 +17,10 @@ tokens under each of these settings, one step added at a time:
    ``DATE_BOOST``.
 
 A question counts when all its evidence turns are verbatim in the context (the harness's
-``recall@Ntok``).  The steps are switched off by setting the module constants and functions
+``recall@Ntok``).  With every step on, the script also records ``ranked@K`` (K = 27, 55: about
+what 1000 and 2000 tokens hold): all the evidence among the first K search hits, the ceiling of
+what packing can reach; and, under ``subjects``, how many questions name exactly one speaker and
+what share of their evidence turns that speaker said.  The steps are switched off by setting the module constants and functions
 they use back to neutral values (this script only; the library has no such switches).
 """
 
@@ -37,9 +40,11 @@ from memstrata import MemoryOS
 from memstrata.eval.locomo import CATEGORIES, evidence, load, sessions
 from memstrata.memory import reading
 from memstrata.retrieval import search
+from memstrata.retrieval.question import subjects
 
 STEPS = ("none", "chain", "speaker", "they", "dates")
 BUDGETS = (1000, 2000)
+RANKS = (27, 55)
 
 
 @contextmanager
@@ -62,8 +67,10 @@ def reading_up_to(step: str) -> Iterator[None]:
 
 
 def run(data: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """{step: {"<group>/recall@<N>tok": share}} over every question of ``data``."""
+    """{step: {"<group>/recall@<N>tok": share}} over every question of ``data`` (the last step
+    with ``"<group>/ranked@<K>"`` too), and ``"subjects"`` (see the module docstring)."""
     marks: dict[str, dict[str, list[bool]]] = {s: {} for s in STEPS}
+    theirs: list[bool] = []  # per evidence turn of a question naming one speaker: theirs?
     for n, sample in enumerate(data, start=1):
         start = time.perf_counter()
         with (
@@ -73,9 +80,15 @@ def run(data: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
             mos.create_user("eval")
             raw = {"working_capacity": 10_000}
             cube = mos.create_cube(sample["sample_id"], owner="eval", settings=raw).cube_id
+            said_by: dict[str, str] = {}
             for session_id, messages in sessions(sample["conversation"]):
                 mos.add(messages, user_id="eval", cube_id=cube, session_id=session_id)
+                said_by |= {m["id"]: m["name"] for m in messages}
             asked = [q for q in sample["qa"] if q["category"] in CATEGORIES and evidence(q)]
+            for qa in asked:
+                named = subjects(mos.store, qa["question"], [cube])
+                if len(named) == 1:
+                    theirs += [said_by.get(e) in named for e in evidence(qa)]
             for step in STEPS:
                 with reading_up_to(step):
                     for qa in asked:
@@ -85,12 +98,24 @@ def run(data: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
                             for group in ("overall", CATEGORIES[qa["category"]]):
                                 key = f"{group}/recall@{budget}tok"
                                 marks[step].setdefault(key, []).append(found)
+                        if step == STEPS[-1]:
+                            hits = mos.search(qa["question"], user_id="eval", top_k=max(RANKS))
+                            ranked = [h.item.external_id for h in hits]
+                            for k in RANKS:
+                                found = evidence(qa) <= set(ranked[:k])
+                                for group in ("overall", CATEGORIES[qa["category"]]):
+                                    marks[step].setdefault(f"{group}/ranked@{k}", []).append(found)
         took = time.perf_counter() - start
         print(f"conversation {n}/{len(data)} done in {took:.0f} s", file=sys.stderr, flush=True)
-    return {
+    result = {
         step: {key: round(sum(v) / len(v), 3) for key, v in found.items()}
         for step, found in marks.items()
     }
+    result["subjects"] = {
+        "evidence_turns": len(theirs),
+        "said_by_the_one_named": round(sum(theirs) / max(1, len(theirs)), 3),
+    }
+    return result
 
 
 def main() -> None:
@@ -103,9 +128,15 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     groups = ("overall", "multi-hop", "temporal", "open-domain", "single-hop")
     print("step     " + "".join(f"{g:>14}" for g in groups))
-    for step, figures in result.items():
-        cells = ["/".join(_share(figures, g, b) for b in BUDGETS) for g in groups]
+    for step in STEPS:
+        cells = ["/".join(_share(result[step], g, b) for b in BUDGETS) for g in groups]
         print(f"{step:<9}" + "".join(f"{c:>14}" for c in cells))
+    last = result[STEPS[-1]]
+    ceiling = "/".join(f"{last[f'overall/ranked@{k}']:.3f}" for k in RANKS)
+    print(f"all evidence in the first {' / '.join(map(str, RANKS))} hits: {ceiling}")
+    named = result["subjects"]
+    print(f"evidence turns of questions naming one speaker said by them: "
+          f"{named['said_by_the_one_named']:.3f} of {named['evidence_turns']}")  # fmt: skip
 
 
 def _share(figures: dict[str, float], group: str, budget: int) -> str:

@@ -2,14 +2,14 @@
 
 A question that names a person ("What does Melanie do to destress?") is answered by that
 person's own words far more often than by anyone else's: on LoCoMo's development split, 96 % of
-the evidence turns of questions naming one speaker are that speaker's.  ``subjects`` finds the
-speakers of the searched cubes that a query names; search then ranks other speakers' items
-lower (``retrieval.search``), its dense channel embeds the question with those names said as
-"they" (``without_subjects``), and the context does not spend its budget on the others'
-replies (``expand_chain``).  Names are the query's capitalised words (possessives stripped,
-two-word names too) or, when no word but the first is capitalised, all its words; each is
-looked up among the cubes' speakers in the store, so an ordinary word is a subject only when
-someone is called that.
+the evidence turns of questions naming one speaker are that speaker's
+(``bench/locomo_reading.py``). ``subjects`` finds the speakers of the searched cubes that a
+query names; search then ranks other speakers' items lower (``retrieval.search``), its dense
+channel embeds the question with those names said as "they" (``without_subjects``), and the
+context does not spend its budget on the others' replies (``expand_chain``). Names are the
+query's capitalised words (possessives stripped, two-word names too) or, when no word but the
+first is capitalised, all its words; each is looked up among the cubes' speakers in the store,
+so an ordinary word is a subject only when someone is called that.
 
 A question that gives a calendar date ("What did Nate do for Joanna on 25 May, 2022?") asks
 about what happened then: ``dates`` reads such dates ("25 May, 2022", "May 25th 2022",
@@ -75,8 +75,8 @@ def without_subjects(query: str, speakers: frozenset[str]) -> str:
     Every item of a speaker is embedded with the speaker's name (``text.embedding_text``), so a
     name in the query vector pulls towards *all* that person's turns and away from what is asked
     about them; the subject is already taken care of by the speaker factor.  On LoCoMo's
-    development split this lifts evidence recall within 1000/2000 tokens from 0.789/0.854 to
-    0.808/0.867 (``bench/locomo_reading.py``, docs/evaluation.md).  A query that is nothing but
+    development split this lifts evidence recall within 1000/2000 tokens from 0.789/0.853 to
+    0.805/0.870 (``bench/locomo_reading.py``, docs/evaluation.md).  A query that is nothing but
     names is kept whole.
     """
     said = query
