@@ -10,7 +10,8 @@ import click
 
 from memstrata.cli.app import emit, options
 from memstrata.config import Settings
-from memstrata.eval import locomo
+from memstrata.embed import EMBEDDERS, make_embedder
+from memstrata.eval import facts, locomo
 from memstrata.llm import make_llm
 
 
@@ -39,6 +40,13 @@ def eval_group() -> None:
 )
 @click.option("--llm-base-url", help="OpenAI-compatible base URL (…/v1) of that model.")
 @click.option("--llm-model", help="Model name at that endpoint.")
+@click.option(
+    "--facts",
+    "check_facts",
+    is_flag=True,
+    help="Measure the long tier against LoCoMo's reference observations instead (observation "
+    "recall and precision).",
+)
 def eval_locomo(
     data: str,
     tiers: bool,
@@ -47,14 +55,21 @@ def eval_locomo(
     llm_provider: str | None,
     llm_base_url: str | None,
     llm_model: str | None,
+    check_facts: bool,
 ) -> None:
     """Evidence recall of search and packed contexts on LoCoMo, by category; with a chat
-    model, also F1 and BLEU-1 of its answers."""
+    model, also F1 and BLEU-1 of its answers; with --facts, the long tier's notes against
+    LoCoMo's reference observations."""
     given = options()
-    try:
-        samples = locomo.load(data)[:conversations]
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from exc
+    samples = _samples(data, conversations)
+    settings: dict[str, Any] = {} if tiers else {"working_capacity": 10_000,
+                                                 "session_idle_hours": 0}  # fmt: skip
+    if check_facts:
+        found = facts.evaluate(samples, lambda path: given.open(path, workers=1), settings)
+        if out:
+            Path(out).write_text(json.dumps(found, indent=2), encoding="utf-8")
+        emit(found, facts.table(found))
+        return
     chosen = {"llm_provider": llm_provider, "llm_base_url": llm_base_url, "llm_model": llm_model}
     llm_settings: dict[str, Any] = {k: v for k, v in chosen.items() if v is not None}
     llm = make_llm(Settings.load(given.config, **llm_settings))
@@ -62,7 +77,7 @@ def eval_locomo(
         result = locomo.evaluate(
             samples,
             lambda path: given.open(path, workers=1),
-            cube_settings={} if tiers else {"working_capacity": 10_000},
+            cube_settings=settings,
             llm=llm,
         )
     finally:
@@ -71,3 +86,34 @@ def eval_locomo(
     if out:
         Path(out).write_text(json.dumps(result, indent=2), encoding="utf-8")
     emit(result, locomo.table(result))
+
+
+@eval_group.command("fit-facts")
+@click.option(
+    "--data", required=True, type=click.Path(exists=True, dir_okay=False), help="LoCoMo JSON file."
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Write the models here (the shipped file is memstrata/reader/worthiness.json).",
+)
+def eval_fit_facts(data: str, out: str) -> None:
+    """Fit the offline reader's worthiness models on LoCoMo's reference observations."""
+    given = options()
+    samples = _samples(data, None)
+    settings = given.settings()
+    # The embedder of a new database: the one the vectors model's features come from.
+    embedder = make_embedder(settings.embedder or EMBEDDERS[0], settings)
+    fitted = facts.fit_models(samples, embedder, data)
+    Path(out).write_text(json.dumps(fitted, indent=1) + "\n", encoding="utf-8")
+    lines = [f"{name}: threshold {m['threshold']}, cross-validated {m['cross_validated']}"
+             for name, m in fitted["models"].items()]  # fmt: skip
+    emit({k: v["cross_validated"] for k, v in fitted["models"].items()}, lines)
+
+
+def _samples(data: str, conversations: int | None) -> list[dict[str, Any]]:
+    try:
+        return locomo.load(data)[:conversations]
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc

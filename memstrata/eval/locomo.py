@@ -156,6 +156,21 @@ def evaluate(
     return run.result()
 
 
+def ingest(
+    mos: MemoryOS, sample: dict[str, Any], settings: dict[str, Any] | None = None
+) -> tuple[str, dict[str, str]]:
+    """Add a sample's sessions, session by session, to a new cube of a new user ``eval``, and
+    wait for the background work; returns the cube id and item id → dia_id."""
+    mos.create_user("eval")
+    cube = mos.create_cube(sample["sample_id"], owner="eval", settings=settings).cube_id
+    external: dict[str, str] = {}
+    for session_id, messages in sessions(sample["conversation"]):
+        ids = mos.add(messages, user_id="eval", cube_id=cube, session_id=session_id)
+        external.update(zip(ids, (m["id"] for m in messages), strict=True))
+    mos.wait(cube)
+    return cube, external
+
+
 @dataclass
 class _Run:
     """The state of one harness run: the tally and the timings."""
@@ -171,16 +186,10 @@ class _Run:
 
     def ingest(self, mos: MemoryOS, sample: dict[str, Any]) -> dict[str, str]:
         """Add a sample's sessions to a new cube; returns item id → dia_id."""
-        mos.create_user("eval")
-        cube = mos.create_cube(sample["sample_id"], owner="eval", settings=self.settings).cube_id
-        external: dict[str, str] = {}
         start = time.perf_counter()
-        for session_id, messages in sessions(sample["conversation"]):
-            ids = mos.add(messages, user_id="eval", cube_id=cube, session_id=session_id)
-            external.update(zip(ids, (m["id"] for m in messages), strict=True))
-            self.turns += len(messages)
-        mos.wait(cube)
+        _, external = ingest(mos, sample, self.settings)
         self.ingest_s += time.perf_counter() - start
+        self.turns += len(external)
         return external
 
     def ask(self, mos: MemoryOS, qa: dict[str, Any], external: dict[str, str]) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from memstrata.embed.base import Vectors
 from memstrata.model import MemoryItem
 
 FindingType = Literal["fact", "profile", "preference", "knowledge"]
@@ -37,6 +38,8 @@ class Finding:
     explicit: bool = True
     confidence: float = 0.6
     extra: dict[str, str] = field(default_factory=dict)
+    #: The text's vector when the reader already embedded it (the long tier then does not).
+    vector: Vectors | None = field(default=None, compare=False, repr=False)
 
 
 class Reader(Protocol):

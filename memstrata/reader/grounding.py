@@ -24,7 +24,7 @@ from typing import Any, get_args
 
 from memstrata.model import MemoryItem
 from memstrata.reader.findings import Finding, FindingType
-from memstrata.reader.rules import third_person
+from memstrata.reader.notes import third_person
 from memstrata.text import STOPWORDS, terms
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,8 @@
-"""The offline reader: rules and extractive text, no model (DESIGN §3.5).
+"""The offline reader: rules, extractive text and one small learned model; no LLM (DESIGN §3.5).
 
-Keywords and extractive summaries for the mid tier; facts, profile attributes, preferences and
-assistant knowledge for the long tier (the rules are in ``reader.rules``).
+Keywords and extractive summaries for the mid tier; for the long tier, facts (each a sentence
+written as a note, ``reader.notes``, kept when ``reader.worthiness`` says it is worth it),
+profile attributes, preferences and assistant knowledge (``reader.rules``).
 """
 
 from __future__ import annotations
@@ -10,9 +11,14 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
+from memstrata.embed.base import Embedder, fingerprint
 from memstrata.model import MemoryItem
+from memstrata.reader import notes
 from memstrata.reader.findings import Finding
 from memstrata.reader.rules import read_page
+from memstrata.reader.worthiness import Worthiness, cheap_features, shipped
 from memstrata.text import STOPWORDS, terms
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
@@ -63,10 +69,75 @@ def summarise(texts: Sequence[str], max_sentences: int = 4) -> str:
 
 
 class OfflineReader:
-    """The default reader: rules over each page (``reader.rules``); no model, no network."""
+    """The default reader: notes chosen by the worthiness model, and rules; no LLM, no network.
+
+    With ``embedder`` (the cube's) the notes are embedded here, once: the worthiness model of
+    that embedder reads the vectors, and the long tier stores them with the facts.
+    """
 
     name = "offline"
 
+    def __init__(self, embedder: Embedder | None = None, model: Worthiness | None = None) -> None:
+        self.embedder = embedder
+        self.model = model
+
     def read(self, pages: Sequence[MemoryItem]) -> list[Finding]:
         """Findings of every page, in page order; each cites its page."""
-        return [finding for page in pages for finding in read_page(page)]
+        facts: dict[str, list[Finding]] = {}
+        for fact in self._worthy(self.notes(pages)):
+            facts.setdefault(fact.sources[0], []).append(fact)
+        return [f for page in pages for f in [*read_page(page), *facts.get(page.id, [])]]
+
+    def notes(self, pages: Sequence[MemoryItem]) -> list[tuple[MemoryItem, tuple[str, str]]]:
+        """Every (page, (sentence, note)) the pages could give, in page order."""
+        listeners = _listeners(pages)
+        written = []
+        for page in pages:
+            if page.role == "assistant":
+                continue
+            speaker = page.speaker or page.role or "user"
+            for sentence in notes.candidates(page.text):
+                note = notes.write(sentence, speaker, listeners.get(page.id), page.event_time)
+                if note is not None:
+                    written.append((page, (sentence, note)))
+        return written
+
+    def _worthy(self, written: list[tuple[MemoryItem, tuple[str, str]]]) -> list[Finding]:
+        if not written:
+            return []
+        worthiness = self.model or shipped()
+        model = worthiness.model_for(fingerprint(self.embedder) if self.embedder else None)
+        features = np.array([cheap_features(s, n) for _, (s, n) in written], np.float64)
+        vectors = None
+        if self.embedder is not None:
+            vectors = self.embedder.embed_passages([n for _, (_, n) in written])
+            if model.embedder is not None:
+                features = np.hstack([features, vectors.astype(np.float64)])
+        chances = model.probabilities(features)
+        kept = [i for i, p in enumerate(chances) if p >= model.threshold]
+        return [
+            Finding(
+                type="fact",
+                text=written[i][1][1],
+                subject=written[i][0].speaker or written[i][0].role or "user",
+                sources=(written[i][0].id,),
+                confidence=round(float(chances[i]), 3),
+                vector=None if vectors is None else vectors[i],
+            )
+            for i in kept
+        ]
+
+
+def _listeners(pages: Sequence[MemoryItem]) -> dict[str, str]:
+    """Who each page speaks to, where the pages tell: the one other speaker of its session;
+    the assistant for a user talking with an assistant, and the user for the assistant."""
+    speakers: dict[str | None, set[str]] = {}
+    for page in pages:
+        speakers.setdefault(page.session_id, set()).add(page.speaker or page.role or "user")
+    listeners = {}
+    for page in pages:
+        me = page.speaker or page.role or "user"
+        others = speakers[page.session_id] - {me}
+        if len(others) == 1:
+            listeners[page.id] = others.pop()
+    return listeners

@@ -1,20 +1,16 @@
-"""The offline reader's rules: first-person statements become facts, profile attributes and
+"""The offline reader's rules: first-person statements become profile attributes and
 preferences; the assistant's commitments become knowledge.  Patterns, not a model: they miss
 much and invent nothing, since every finding is a rewrite of a sentence of its page.
-
-Facts are the page's first-person sentences rewritten in the third person ("I adopted a cat" →
-"Ann adopted a cat"), so they read correctly out of context and name their subject.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 from memstrata.model import MemoryItem
 from memstrata.reader.findings import Finding
+from memstrata.reader.notes import sentences, third_person
 
-_SENTENCES = re.compile(r"[^.!?。！？]+[.!?。！？]?")
 _END = r"(?=[,.!?;]|$| and | but | because | with | since | for | at | in )"
 _NAME = r"([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)"
 _PLACE = r"([A-Z][\w'-]+(?: [A-Z][\w'-]+){0,2})"
@@ -54,28 +50,6 @@ _NEGATIVE = ("hate", "dislike", "can't stand", "cannot stand", "don't like", "do
 _COMMITMENT = re.compile(
     r"\b(?:I'll|I will|I can|remember|note that|I recommend|I suggest)\b", re.I
 )
-_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|[Mm]y|me|[Ww]e|[Oo]ur)\b")
-_PRONOUNS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\bI'm\b|\bI am\b"), "{s} is"),
-    (re.compile(r"\bI've\b|\bI have\b"), "{s} has"),
-    (re.compile(r"\bI'd\b"), "{s} would"),
-    (re.compile(r"\bI'll\b"), "{s} will"),
-    (re.compile(r"\bI was\b"), "{s} was"),
-    (re.compile(r"\bI\b"), "{s}"),
-    (re.compile(r"\b[Mm]y\b"), "{s}'s"),
-    (re.compile(r"\b[Mm]ine\b"), "{s}'s"),
-    (re.compile(r"\b(?:me|myself)\b"), "{s}"),
-]
-
-
-#: Common verbs in the present tense after "I", conjugated for the third person.
-_PRESENT = frozenset(
-    """live work love like hate enjoy want need think feel know prefer play drink eat run teach
-    study go do cook read write paint try wish hope plan miss own use watch visit volunteer
-    collect practice practise speak owe agree remember guess bet say see mean believe""".split()
-)
-_ADVERB = r"(?:(?:really|always|usually|often|also|just|still|never|sometimes|actually) )?"
-_I_VERB = re.compile(rf"\bI ({_ADVERB})(\w+)\b")
 _TEMPLATES = {
     "name": "{s}'s name is {v}",
     "age": "{s} is {v} years old",
@@ -86,40 +60,9 @@ _TEMPLATES = {
 }
 
 
-def _conjugate(verb: str) -> str:
-    if verb in ("go", "do"):
-        return verb + "es"
-    if verb.endswith(("s", "sh", "ch", "x", "z")):
-        return verb + "es"
-    if verb.endswith("y") and verb[-2:-1] not in "aeiou":
-        return verb[:-1] + "ies"
-    return verb + "s"
-
-
-def third_person(sentence: str, subject: str) -> str:
-    """``sentence`` with first-person singular pronouns replaced by ``subject`` (and the
-    commonest present-tense verbs after "I" conjugated to agree)."""
-
-    def agree(m: re.Match[str]) -> str:
-        verb = m.group(2)
-        verb = _conjugate(verb) if verb in _PRESENT else verb
-        return f"I {m.group(1)}{verb}"
-
-    sentence = _I_VERB.sub(agree, sentence)
-    for pattern, replacement in _PRONOUNS:
-        sentence = pattern.sub(replacement.format(s=subject), sentence)
-    return sentence
-
-
-def sentences(text: str) -> Iterator[str]:
-    for match in _SENTENCES.finditer(text):
-        sentence = " ".join(match.group(0).split())
-        if sentence:
-            yield sentence
-
-
 def read_page(page: MemoryItem) -> list[Finding]:
-    """Every finding of one page (a turn), each citing the page."""
+    """The profile attributes, preferences and assistant knowledge of one page (a turn), each
+    citing the page.  Facts are notes (``reader.notes``), chosen by ``reader.worthiness``."""
     subject = page.speaker or page.role or "user"
     found: list[Finding] = []
     for sentence in sentences(page.text):
@@ -130,8 +73,6 @@ def read_page(page: MemoryItem) -> list[Finding]:
                 found.append(_finding("knowledge", sentence, subject, page))
             continue
         found += _profile(sentence, subject, page) + _preferences(sentence, subject, page)
-        if _FIRST_PERSON.search(sentence) and len(sentence.split()) >= 5:
-            found.append(_finding("fact", third_person(sentence, subject), subject, page, 0.5))
     return found
 
 

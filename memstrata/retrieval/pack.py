@@ -57,11 +57,16 @@ def count_tokens(text: str) -> int:
 
 
 def render(item: MemoryItem) -> str:
-    """One context line for an item: date, who (or the segment's keywords), text."""
+    """One context line for an item: date, who said it (a long-tier item: whose memory it is
+    and its type; a segment: its keywords), text."""
     when = item.event_time.date().isoformat()
     if item.type == "segment":
         topic = " · ".join(one_line(k, MAX_NAME) for k in item.keywords[:4])
         return f"[{when}] (topic) {topic}: {one_line(item.text)}"
+    if item.tier == "long":
+        # A derived memory is about someone, not said by them: name whose it is, and what.
+        subject = one_line(str(item.metadata.get("subject") or ""), MAX_NAME) or "user"
+        return f"[{when}] {subject} ({item.type}): {one_line(item.text)}"
     who = one_line(item.speaker or item.role or "", MAX_NAME) or "someone"
     return f"[{when}] {who}: {one_line(item.text)}"
 

@@ -151,8 +151,12 @@ class ItemStore(Protocol):
     def count_items(self, cube_id: str, filters: Filters) -> int:
         """How many of a cube's items pass ``filters``."""
 
-    def overflowing_turns(self, cube_id: str, capacity: int) -> list[MemoryItem]:
-        """Working-tier turns beyond the newest ``capacity`` of their session, oldest first.
+    def overflowing_turns(
+        self, cube_id: str, capacity: int, idle_s: float | None = None
+    ) -> list[MemoryItem]:
+        """Working-tier turns beyond the newest ``capacity`` of their session, and with
+        ``idle_s`` every working turn of a session whose newest turn is more than ``idle_s``
+        seconds (event time) older than the cube's newest working turn; oldest first.
 
         Items without a session form one session of their own.
         """

@@ -18,6 +18,7 @@ turns it came from in ``sources``.  The pages read become ``activated`` (consoli
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -65,7 +66,11 @@ class LongTier:
         findings = self.reader.read(pages)
         known = {p.id: p for p in pages}
         findings = [f for f in findings if f.sources and set(f.sources) <= set(known)]
-        vectors = self.embedder.embed_passages([f.text for f in findings])
+        unembedded = [f.text for f in findings if f.vector is None]
+        fresh: Iterator[Vectors] = iter(
+            self.embedder.embed_passages(unembedded) if unembedded else []
+        )
+        vectors = [f.vector if f.vector is not None else next(fresh) for f in findings]
         outcomes = [
             self._remember(f, v, [known[i] for i in f.sources])
             for f, v in zip(findings, vectors, strict=True)

@@ -17,6 +17,10 @@ from memstrata.errors import ValidationError
 #: name → (minimum, maximum, description); bounds are inclusive.
 _RANGES: dict[str, tuple[float, float, str]] = {
     "working_capacity": (1, 10_000, "turns kept per session in the working tier"),
+    "session_idle_hours": (
+        0.0, 1e6, "a session this much older (event time) than the cube's newest turn leaves "
+        "the working tier whole; 0: never",
+    ),
     "mid_capacity": (1, 10_000_000, "segments kept active in the mid tier"),
     "similarity_threshold": (0.0, 2.0, "cos + λ·Jaccard a page needs to join a segment"),
     "keyword_weight": (0.0, 1.0, "λ: weight of keyword overlap in the join rule"),
@@ -31,6 +35,7 @@ _RANGES: dict[str, tuple[float, float, str]] = {
 @dataclass(frozen=True)
 class TierSettings:
     working_capacity: int = 10
+    session_idle_hours: float = 6.0
     mid_capacity: int = 2000
     similarity_threshold: float = 0.6
     keyword_weight: float = 0.5

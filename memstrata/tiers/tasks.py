@@ -102,7 +102,7 @@ class TierTasks:
     def reader(self, cube_id: str) -> Reader:
         """The reader promotions use: the LLM's, counting its tokens against the cube, or rules."""
         if self.llm is None:
-            return OfflineReader()
+            return OfflineReader(self.embedder)
         return LLMReader(self.llm, on_usage=partial(self._count, cube_id))
 
     def _count(self, cube_id: str, completion: Completion) -> None:

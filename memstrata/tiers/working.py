@@ -2,7 +2,10 @@
 
 A turn is added to the working tier.  Consolidation keeps the newest ``working_capacity`` turns
 of every session there and moves the older ones to the mid tier as pages (same ids, one event
-each).  It runs as a scheduler task, so ``add`` never waits for it.
+each).  A session that has gone quiet — its newest turn ``session_idle_hours`` older, in event
+time, than the cube's newest turn — is over: all its turns move, so that what was said at the
+end of a conversation is read into the long tier like the rest.  It runs as a scheduler task,
+so ``add`` never waits for it.
 """
 
 from __future__ import annotations
@@ -22,5 +25,6 @@ def consolidate(store: Store, cube_id: str, embedder: str) -> list[MemoryItem]:
     if cube is None:
         return []
     settings = TierSettings.parse(cube.settings)
-    overflow = store.overflowing_turns(cube_id, settings.working_capacity)
+    idle = settings.session_idle_hours * 3600 or None
+    overflow = store.overflowing_turns(cube_id, settings.working_capacity, idle)
     return MidTier(store, embedder).place(overflow, settings)

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from memstrata.model import MemoryItem
+from memstrata.reader.notes import third_person
 from memstrata.reader.offline import OfflineReader, keywords, summarise
-from memstrata.reader.rules import third_person
 
 TEXT = (
     "My name is Ann Lee and I live in Porto. I work as a nurse at Santa Maria. "
@@ -36,7 +36,7 @@ def test_preferences_explicit_and_implicit() -> None:
 def test_facts_are_third_person_and_questions_are_skipped() -> None:
     facts = [f.text for f in OfflineReader().read([page(TEXT)]) if f.type == "fact"]
     assert "Ann adopted a grey cat named Pixel." in facts
-    assert "Ann really loves hiking in the mountains, but Ann hates crowded beaches." in facts
+    assert "Ann loves hiking in the mountains, but Ann hates crowded beaches." in facts
     assert not any("?" in f for f in facts)
     assert (
         third_person("I went there and I have my keys.", "Bo")

@@ -25,6 +25,9 @@ def test_render_dates_and_speakers() -> None:
     assert render(item("hello  there", 8)) == "[2024-05-08] Ann: hello there"
     segment = item("summary", 9, speaker=None, type="segment", keywords=["alps", "hike"])
     assert render(segment) == "[2024-05-09] (topic) alps · hike: summary"
+    fact = item("Ann adopted a cat.", 10, speaker=None, tier="long", type="fact",
+                metadata={"subject": "Ann"})  # fmt: skip
+    assert render(fact) == "[2024-05-10] Ann (fact): Ann adopted a cat."
 
 
 def test_pack_respects_the_budget_in_rank_order_and_renders_by_time() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -255,6 +255,24 @@ def test_list_count_and_overflowing_turns(store: Store) -> None:
     # keep the newest 2 of each session: s1 sheds 3, the no-session group sheds 1
     overflow = store.overflowing_turns("c1", 2)
     assert [i.id for i in overflow] == [ids[0], ids[1], ids[2], ids[5]]
+    assert store.overflowing_turns("c1", 10) == []
+
+
+def test_overflowing_turns_of_idle_sessions(store: Store) -> None:
+    start = datetime(2024, 5, 1, tzinfo=timezone.utc)
+
+    def said(n: int, session: str, hours: float) -> MemoryItem:
+        return replace(item(f"t{n}", session_id=session), event_time=start + timedelta(hours=hours))
+
+    ids = add(
+        store,
+        (said(0, "old", 0), unit(0)),
+        (said(1, "old", 1), unit(1)),
+        (said(2, "new", 30), unit(2)),
+    )
+    # "old" ended 29 h before the newest turn: idle past 24 h, so both its turns leave
+    assert [i.id for i in store.overflowing_turns("c1", 10, 24 * 3600)] == ids[:2]
+    assert store.overflowing_turns("c1", 10, 30 * 3600) == []
     assert store.overflowing_turns("c1", 10) == []
 
 

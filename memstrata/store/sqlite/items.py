@@ -121,14 +121,21 @@ class SQLiteItems(SQLiteDatabase):
         sql = f"SELECT count(*) FROM items i WHERE i.cube_id = ? AND {where}"
         return int(self.reader().execute(sql, [cube_id, *params]).fetchone()[0])
 
-    def overflowing_turns(self, cube_id: str, capacity: int) -> list[MemoryItem]:
+    def overflowing_turns(
+        self, cube_id: str, capacity: int, idle_s: float | None = None
+    ) -> list[MemoryItem]:
+        # "last": the session's newest turn; "head": the cube's newest working turn.
         sql = (
             "SELECT * FROM (SELECT i.*, ROW_NUMBER() OVER (PARTITION BY i.session_id "
-            "ORDER BY i.event_time DESC, i.id DESC) AS newest FROM items i "
+            "ORDER BY i.event_time DESC, i.id DESC) AS newest, "
+            "MAX(i.event_time) OVER (PARTITION BY i.session_id) AS last, "
+            "MAX(i.event_time) OVER () AS head FROM items i "
             "WHERE i.cube_id = ? AND i.tier = 'working' AND i.type = 'turn' "
-            f"AND i.status IN ({LIVE})) WHERE newest > ? ORDER BY event_time, id"
+            f"AND i.status IN ({LIVE})) WHERE newest > ? OR last < head - ? "
+            "ORDER BY event_time, id"
         )
-        return [rows.item_from_dict(r) for r in self.reader().execute(sql, (cube_id, capacity))]
+        found = self.reader().execute(sql, (cube_id, capacity, idle_s))
+        return [rows.item_from_dict(r) for r in found]
 
     def next_turns(self, cube_id: str, item_ids: Sequence[str]) -> dict[str, str]:
         if not item_ids:

@@ -1,0 +1,263 @@
+"""How good is the long tier? ``memstrata eval locomo --facts`` against LoCoMo's own notes.
+
+LoCoMo carries, per session and speaker, **reference observations**: third-person facts, each
+citing the turn(s) it came from ("Caroline attended an LGBTQ support group…", ``D1:3``).  After
+each conversation is added and its background work is done, the cube's long-tier items (status
+``generated`` or ``activated``) are compared with them:
+
+* **observation recall**: the share of observations for which some long-tier item cites one of
+  the same turns and says the same thing (content-word F1 ≥ the threshold);
+* **precision**: the share of long-tier items that match some observation of the conversation
+  at F1 ≥ the threshold (an item that matches nothing is noise to a reader);
+* **unresolved**: the share of items still speaking in the first or second person ("I", "you"),
+  which read wrongly out of context.
+
+Content words: lower-cased letters and digits, a possessive ``'s`` dropped, function words and
+single letters removed; F1 over the two sets.  Both thresholds the issue names are reported (0.4
+and 0.6).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import statistics
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memstrata.embed.base import Embedder, fingerprint
+from memstrata.eval.locomo import evidence, ingest, sessions
+from memstrata.memory.system import MemoryOS
+from memstrata.model import MemoryItem
+from memstrata.reader import worthiness
+from memstrata.reader.offline import OfflineReader
+
+THRESHOLDS = (0.4, 0.6)
+#: Items listed per call while reading a cube's long tier.
+PAGE = 500
+
+_FUNCTION_WORDS = frozenset(
+    """a about after again all also am an and any are as at be because been before being both
+    but by can could did do does doing during each few for from further had has have having he
+    her here hers herself him himself his how i if in into is it its itself just me more most my
+    myself no nor not now of off on once only or other our ours ourselves out over own same she
+    should so some such than that the their theirs them themselves then there these they this
+    those through to too under until up very was we were what when where which while who whom
+    why will with would you your yours yourself yourselves""".split()
+)
+_WORD = re.compile(r"[a-z0-9]+")
+_POSSESSIVE = re.compile(r"['’]s\b")
+_PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|you|your|yours|you're)\b")
+
+
+def content_words(text: str) -> set[str]:
+    """The content words of ``text`` (see the module docstring)."""
+    words = _WORD.findall(_POSSESSIVE.sub("", text.lower()))
+    return {w for w in words if w not in _FUNCTION_WORDS and len(w) > 1}
+
+
+def word_f1(a: set[str], b: set[str]) -> float:
+    """F1 of two sets of content words (0 when either is empty)."""
+    common = len(a & b)
+    if not common:
+        return 0.0
+    precision, recall = common / len(a), common / len(b)
+    return 2 * precision * recall / (precision + recall)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One reference observation: whose, what, and the dia_ids it cites."""
+
+    speaker: str
+    text: str
+    turns: frozenset[str]
+
+
+def observations(sample: dict[str, Any]) -> Iterator[Observation]:
+    """Every reference observation of a LoCoMo sample (those citing no turn are skipped)."""
+    for by_speaker in (sample.get("observation") or {}).values():
+        for speaker, notes in by_speaker.items():
+            for note in notes:
+                text, cited = note[0], note[1] if len(note) > 1 else ""
+                raw = cited if isinstance(cited, list) else [cited]
+                turns = frozenset(evidence({"evidence": [str(r) for r in raw]}))
+                if turns:
+                    yield Observation(speaker, text, turns)
+
+
+def score(
+    items: list[MemoryItem], external: dict[str, str], notes: list[Observation], threshold: float
+) -> dict[str, float]:
+    """Observation recall and item precision of one conversation at ``threshold``."""
+    words = [content_words(i.text) for i in items]
+    cites = [{external.get(s.item_id or "", "") for s in i.sources} for i in items]
+    note_words = [content_words(n.text) for n in notes]
+    recalled = sum(
+        any(n.turns & c and word_f1(w, nw) >= threshold for w, c in zip(words, cites, strict=True))
+        for n, nw in zip(notes, note_words, strict=True)
+    )
+    precise = sum(any(word_f1(w, nw) >= threshold for nw in note_words) for w in words)
+    return {
+        "observation_recall": recalled / len(notes) if notes else 0.0,
+        "precision": precise / len(items) if items else 0.0,
+    }
+
+
+def long_items(mos: MemoryOS, cube_id: str, user_id: str) -> list[MemoryItem]:
+    """Every current long-tier item of a cube, oldest first."""
+    found: list[MemoryItem] = []
+    while batch := mos.list_memories(
+        cube_id, user_id=user_id, filters={"tier": "long"}, limit=PAGE, offset=len(found)
+    ):
+        found += batch
+    return found
+
+
+def evaluate(
+    data: list[dict[str, Any]],
+    open_memory: Callable[[str], MemoryOS],
+    cube_settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Observation recall and precision per conversation and overall (micro-averaged: every
+    observation, and every item, counts once)."""
+    rows: dict[str, dict[str, Any]] = {}
+    totals: dict[str, list[float]] = {}  # metric → [weighted sum, weight]
+    for sample in data:
+        notes = list(observations(sample))
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            open_memory(str(Path(folder) / "facts.db")) as mos,
+        ):
+            cube_id, external = ingest(mos, sample, cube_settings)
+            items = long_items(mos, cube_id, "eval")
+        unresolved = sum(bool(_PERSONAL.search(i.text)) for i in items)
+        row: dict[str, Any] = {"observations": len(notes), "items": len(items),
+                               "unresolved": round(unresolved / max(1, len(items)), 3)}  # fmt: skip
+        weights = {"observation_recall": len(notes), "precision": len(items)}
+        for threshold in THRESHOLDS:
+            for metric, value in score(items, external, notes, threshold).items():
+                key = f"{metric}@{threshold}"
+                row[key] = round(value, 3)
+                total = totals.setdefault(key, [0.0, 0.0])
+                total[0] += value * weights[metric]
+                total[1] += weights[metric]
+        totals.setdefault("unresolved", [0.0, 0.0])
+        totals["unresolved"][0] += unresolved
+        totals["unresolved"][1] += len(items)
+        rows[str(sample["sample_id"])] = row
+    overall: dict[str, Any] = {k: round(s / w, 3) if w else 0.0 for k, (s, w) in totals.items()}
+    overall["observations"] = sum(r["observations"] for r in rows.values())
+    overall["items"] = sum(r["items"] for r in rows.values())
+    return {"overall": overall, "by_conversation": rows}
+
+
+def table(result: dict[str, Any]) -> list[str]:
+    """The result as aligned text lines, one row per conversation and one overall."""
+    metrics = [f"{m}@{t}" for t in THRESHOLDS for m in ("observation_recall", "precision")]
+    head = f"{'conversation':<14}{'obs':>5}{'items':>7}" + "".join(f"{m:>26}" for m in metrics)
+    lines = [head + f"{'unresolved':>12}"]
+    groups = {**result["by_conversation"], "overall": result["overall"]}
+    for name, row in groups.items():
+        cells = "".join(f"{row[m]:>26.3f}" for m in metrics)
+        lines.append(f"{name:<14}{row['observations']:>5}{row['items']:>7}{cells}"
+                     f"{row['unresolved']:>12.3f}")  # fmt: skip
+    return lines
+
+
+def turns(sample: dict[str, Any]) -> list[MemoryItem]:
+    """A sample's turns as the pages a reader gets (id = dia_id), in order."""
+    pages = []
+    for session_id, messages in sessions(sample["conversation"]):
+        for m in messages:
+            when = datetime.fromisoformat(m["timestamp"].replace("Z", "+00:00"))
+            pages.append(MemoryItem(id=m["id"], cube_id="c", text=m["content"], role="user",
+                                    speaker=m["name"], session_id=session_id, event_time=when))  # fmt: skip
+    return pages
+
+
+def fit_models(
+    data: list[dict[str, Any]], embedder: Embedder, source: str, l2: float = 50.0
+) -> dict[str, Any]:
+    """The worthiness models fitted on ``data`` (the file ``reader/worthiness.json`` holds).
+
+    Every note the offline reader can write is labelled by whether it matches (content-word
+    F1 ≥ 0.4) a reference observation of its conversation.  Each model's threshold is the one
+    that maximises the smaller of observation recall and precision of notes, out of fold
+    (leave one conversation out); those figures are recorded with it.
+    """
+    reader = OfflineReader()
+    rows: list[tuple[int, MemoryItem, str, str]] = []
+    labels: list[bool] = []
+    notes_by_conv: list[list[Observation]] = []
+    for c, sample in enumerate(data):
+        notes = list(observations(sample))
+        notes_by_conv.append(notes)
+        words = [content_words(n.text) for n in notes]
+        for page, (sentence, note) in reader.notes(turns(sample)):
+            rows.append((c, page, sentence, note))
+            labels.append(any(word_f1(content_words(note), w) >= 0.4 for w in words))
+    cheap = np.array([worthiness.cheap_features(r[2], r[3]) for r in rows], np.float64)
+    vectors = embedder.embed_passages([r[3] for r in rows]).astype(np.float64)
+    y = np.array(labels)
+    conv = np.array([r[0] for r in rows])
+    models: dict[str, Any] = {}
+    for name, x, owner in (("words", cheap, None), ("vectors", np.hstack([cheap, vectors]),
+                                                     fingerprint(embedder))):  # fmt: skip
+        held_out = np.zeros(len(rows))
+        for c in range(len(data)):
+            mean, scale, coef, b = worthiness.fit(x[conv != c], y[conv != c], l2)
+            model = worthiness.Model(owner, mean, scale, coef, b, 0.5)
+            held_out[conv == c] = model.probabilities(x[conv == c])
+        threshold, figures = _best_threshold(rows, held_out, y, notes_by_conv)
+        mean, scale, coef, b = worthiness.fit(x, y, l2)
+        models[name] = worthiness.Model(owner, mean, scale, coef, b, threshold).as_dict()
+        models[name]["cross_validated"] = figures
+    digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()
+    return {
+        "features": list(worthiness.FEATURES),
+        "provenance": {
+            "data": f"{Path(source).name} (sha256 {digest}), "
+            f"{len(data)} conversations: {', '.join(str(s['sample_id']) for s in data)}",
+            "command": f"memstrata eval fit-facts --data {Path(source).name}",
+            "labels": "a note is worth keeping when its content words match a reference "
+            "observation of its conversation at F1 >= 0.4",
+            "l2": l2,
+            "notes": len(rows),
+            "positive": int(y.sum()),
+        },
+        "models": models,
+    }
+
+
+def _best_threshold(
+    rows: list[tuple[int, MemoryItem, str, str]],
+    chances: np.ndarray,
+    labels: np.ndarray,
+    notes_by_conv: list[list[Observation]],
+) -> tuple[float, dict[str, float]]:
+    """The threshold maximising min(observation recall, precision) of the kept notes."""
+    total = sum(len(n) for n in notes_by_conv)
+    # Which observations each note recalls (it cites one of the note's turns and matches).
+    recalls: list[set[tuple[int, int]]] = []
+    for c, page, _, note in rows:
+        words = content_words(note)
+        recalls.append({(c, j) for j, o in enumerate(notes_by_conv[c])
+                        if page.id in o.turns and word_f1(words, content_words(o.text)) >= 0.4})  # fmt: skip
+    best: tuple[float, float, dict[str, float]] = (-1.0, 0.5, {})
+    for threshold in np.arange(0.05, 0.95, 0.025):
+        kept = chances >= threshold
+        if not kept.any():
+            break
+        recalled = set().union(*(r for r, k in zip(recalls, kept, strict=True) if k))
+        recall, precision = len(recalled) / total, float(labels[kept].mean())
+        if min(recall, precision) > best[0]:
+            figures = {"observation_recall": round(recall, 3), "precision": round(precision, 3)}
+            best = (min(recall, precision), round(float(threshold), 3), figures)
+    return best[1], best[2]
