@@ -110,16 +110,26 @@ def _object(text: str) -> str:
     return _TRAILING.sub("", text.strip()).strip()
 
 
+_NOT_A_THING = re.compile(
+    r"^(?:that|how|when|what|it|this|you|to see|to hear)\b|\b(?:you|your|me|my)\b", re.I
+)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
+
+
 def _preferences(sentence: str, subject: str, page: MemoryItem) -> list[Finding]:
     found = []
     for m in _LIKE.finditer(sentence):
         verb, thing = m.group(1), _object(m.group(2))
+        if _NOT_A_THING.search(thing):
+            continue  # "I love that you came", "I like how it…": a clause about someone, not a taste
         polarity = -1 if verb in _NEGATIVE else 1
         text = f"{subject} {'dislikes' if polarity < 0 else 'likes'} {thing}"
         found.append(_finding("preference", text, subject, page, 0.8, key=thing.lower(),
                               polarity=polarity))  # fmt: skip
     for m in _HABIT.finditer(sentence):
         habit = _object(m.group(1))
+        if _SECOND_PERSON.search(sentence):
+            continue  # it would not read correctly out of its conversation
         found.append(_finding("preference", third_person(sentence, subject), subject, page, 0.5,
                               key=habit.lower(), polarity=1, explicit=False))  # fmt: skip
     return found
