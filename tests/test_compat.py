@@ -50,3 +50,23 @@ def test_get_response_answers_with_the_configured_chat_model(
         assert body["model"] == "tiny" and "Pixel" in body["messages"][0]["content"]
         # the exchange is remembered, like MemoryOS's get_response
         assert "Your cat is Pixel." in memo.retrieve_context("cat")["context"]
+
+
+def test_the_profile_names_a_hobby_talked_about_across_turns(tmp_path: Path) -> None:
+    turns = [
+        ("I went hiking in the Alps last weekend.", "Sounds great!"),
+        ("I work as a nurse in Berlin.", "That must be demanding."),
+        ("My favourite food is ramen.", "Yum."),
+        ("I love hiking, it clears my head after long shifts.", "Makes sense."),
+        ("I'm planning a hiking trip to Norway in July.", "Exciting!"),
+        ("My sister visited me on Sunday.", "Nice."),
+        ("We did a sunrise hike up the Zugspitze.", "Wow."),
+        ("I bought new hiking boots yesterday.", "Good choice."),
+    ]
+    with Memoryos(user_id="u1", data_storage_path=str(tmp_path), workers=0) as memo:
+        for user_input, reply in turns:
+            memo.add_memory(user_input, reply)
+        memo.force_mid_term_analysis()
+        profile = memo.get_user_profile_summary().splitlines()
+    assert "interest: hiking" in profile and "job: nurse" in profile
+    assert profile.count("interest: hiking") == 1  # three mentions, one attribute

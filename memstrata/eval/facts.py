@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import statistics
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass

@@ -23,6 +23,10 @@ from memstrata.retrieval.pack import Context, pack
 from memstrata.retrieval.question import subjects
 from memstrata.retrieval.search import expand_chain, expand_to_sources, hybrid_search
 
+#: A context searches one candidate per this many tokens of budget (at least 20); more than
+#: fit, since a fact and its turn collapse into one and the chain adds turns.
+CONTEXT_TOKENS_PER_HIT = 15
+
 
 class Reading:
     """``MemoryOS``'s read calls (see the module docs)."""
@@ -109,7 +113,7 @@ class Reading:
             check_text(session_id, "session_id", MAX_ID_CHARS, line=True)
         parsed = parse_filters(filters)
         cubes = self._access.readable(user_id, cube_ids)
-        top_k = min(MAX_TOP_K, max(20, budget_tokens // 15))
+        top_k = min(MAX_TOP_K, max(20, budget_tokens // CONTEXT_TOKENS_PER_HIT))
         hits = self._search(query, cubes, top_k, parsed)
         if expand_sources:
             hits = expand_to_sources(self._store, hits)

@@ -18,12 +18,17 @@ from calendar import month_name
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
+from memstrata.text import STOPWORDS
+
 #: Attached to a turn's text by importers that keep image captions; not the speaker's words.
 _CAPTION = re.compile(r"\s*\[shared an image:[^\]]*\]\s*")
 _GREETING = re.compile(
     r"^(?:hey|hi|hello|hiya|yo|bye|goodbye|good (?:morning|night|evening|afternoon)|"
-    r"(?:great|good|nice) (?:to|chatting|talking)|thanks?|thank you|congrat|take care|"
-    r"see you|talk (?:soon|later)|catch you|have a (?:good|great|nice))\b",
+    r"(?:great|good|nice) (?:to|chatting|talking)|thanks?|thank you|congrat\w*|take care|"
+    r"see you|talk (?:soon|later)|catch you|have a (?:good|great|nice)|sorry|way to go|"
+    r"good (?:luck|job|for you|on you)|well done|keep (?:it up|going|rocking|rockin)|"
+    r"you (?:got|can do) this|can't wait|me too|same here|no (?:problem|worries)|of course|"
+    r"glad|happy (?:to hear|for you)|so (?:happy|glad|proud) for you|proud of you)\b",
     re.I,
 )
 _INTERJECTION = re.compile(
@@ -37,6 +42,10 @@ _INTENSIFIER = re.compile(
     r"honestly|truly|just|such)\s+(?=\w)",
     re.I,
 )
+#: A sentence with fewer content words than this says nothing worth a note ("Wow, so cool!").
+#: (Measured on LoCoMo dev: 2 lost more good notes than chatter; see docs/evaluation.md.)
+MIN_CONTENT_WORDS = 1
+_ONLY_A_NAME = re.compile(r"[A-Z][\w'-]*[\s,!.…]*")
 _VOCATIVE_END = re.compile(r",\s*[A-Z][a-z]+\s*([!.…]*)$")
 #: Words that never carry a claim on their own: a sentence of only these is a reaction.
 _REACTION_WORDS = frozenset(
@@ -157,11 +166,17 @@ def absolute(phrase: str, when: datetime) -> str:
 
 
 def is_chatter(sentence: str) -> bool:
-    """A question, greeting, thanks, or a reaction with no claim in it."""
-    if sentence.rstrip().endswith("?") or _GREETING.match(sentence):
+    """A question, greeting, thanks, or a reaction: no claim in it, or too few words to hold
+    one (fewer than ``MIN_CONTENT_WORDS`` content words)."""
+    if sentence.rstrip().endswith("?"):
+        return True
+    # "Hey Mel, I went hiking" holds a claim after its greeting; "Hey Mel!" does not.
+    rest = _INTERJECTION.sub("", sentence)
+    if _GREETING.match(rest) or _ONLY_A_NAME.fullmatch(rest):
         return True
     words = re.findall(r"[\w']+", sentence.lower())
-    return not words or all(w in _REACTION_WORDS for w in words)
+    content = [w for w in words if w not in _REACTION_WORDS and w not in STOPWORDS and len(w) > 2]
+    return len(content) < MIN_CONTENT_WORDS
 
 
 def tidy(sentence: str, names: tuple[str, ...] = ()) -> str:
@@ -222,9 +237,7 @@ def candidates(text: str) -> Iterator[str]:
             yield sentence
 
 
-def write(
-    sentence: str, speaker: str, listener: str | None, when: datetime | None
-) -> str | None:
+def write(sentence: str, speaker: str, listener: str | None, when: datetime | None) -> str | None:
     """One sentence as a note (tidied, in the third person, dated), or None if it cannot be."""
     if listener is None and _SECOND_PERSON.search(sentence):
         return None  # spoken to someone unknown: it would not read correctly out of context

@@ -50,12 +50,29 @@ _NEGATIVE = ("hate", "dislike", "can't stand", "cannot stand", "don't like", "do
 _COMMITMENT = re.compile(
     r"\b(?:I'll|I will|I can|remember|note that|I recommend|I suggest)\b", re.I
 )
+# Interests: an activity the speaker does or loves, as its gerund ("went hiking", "my pottery
+# class" is left to facts): after a verb of doing or liking, or before a word of practice.
+_ACTIVITY = re.compile(
+    r"\b(?:go|goes|going|went|gone|love|loves|enjoy|enjoys|like|likes|started|start|tried|"
+    r"try|took up|taking up|into|practice|practise|been|do|did|doing) ([a-z]+ing)\b"
+    r"|\b([a-z]+ing) (?:trips?|trails?|class(?:es)?|clubs?|groups?|sessions?|lessons?|boots|"
+    r"gear|buddies|buddy|team)\b",
+    re.I,
+)
+_NOT_ACTIVITIES = frozenset(
+    """anything something nothing everything thing being going doing getting having making
+    feeling saying thinking trying looking seeing working living morning evening during
+    bring king ring spring sing wedding building meeting""".split()
+)
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|me|we|our)\b")
+
 _TEMPLATES = {
+    "interest": "{s} is into {v}",
     "name": "{s}'s name is {v}",
     "age": "{s} is {v} years old",
     "lives_in": "{s} lives in {v}",
     "from": "{s} is from {v}",
-    "job": "{s} works as {v}",
+    "job": "{s} works as {a} {v}",
     "employer": "{s} works at {v}",
 }
 
@@ -91,10 +108,13 @@ def _profile(sentence: str, subject: str, page: MemoryItem) -> list[Finding]:
     matches += [(f"pet_{m.group(1)}", m.group(2)) for m in _PET.finditer(sentence)]
     matches += [(f"favourite_{m.group(1).replace(' ', '_')}", m.group(2))
                 for m in _FAVOURITE.finditer(sentence)]  # fmt: skip
+    if _FIRST_PERSON.search(sentence):
+        activities = {a.lower() for m in _ACTIVITY.finditer(sentence) for a in m.groups() if a}
+        matches += [("interest", a) for a in sorted(activities - _NOT_ACTIVITIES)]
     for key, value in matches:
         value = value.strip(" '")
         template = _TEMPLATES.get(key, "{s}'s " + key.replace("_", " ") + " is {v}")
-        text = template.format(s=subject, v=value)
+        text = template.format(s=subject, v=value, a="an" if value[:1] in "aeiou" else "a")
         found.append(_finding("profile", text, subject, page, 0.8, key=key, value=value))
     return found
 

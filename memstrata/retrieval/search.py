@@ -112,8 +112,10 @@ def _weighed(hits: list[Hit], speakers: frozenset[str], days: list[date]) -> Ite
 
 
 def _spoken_by(item: MemoryItem, speakers: frozenset[str]) -> bool:
-    """Whether ``item`` is one of ``speakers``' or has no speaker (a document, a fact)."""
-    return item.speaker is None or item.speaker in speakers
+    """Whether ``item`` is one of ``speakers``' (a derived item: about one of them) or is
+    no one's (a document, a segment)."""
+    who = item.speaker or item.metadata.get("subject")
+    return who is None or who in speakers
 
 
 def smooth_neighbours(

@@ -18,7 +18,9 @@ from memstrata.errors import ValidationError
 _RANGES: dict[str, tuple[float, float, str]] = {
     "working_capacity": (1, 10_000, "turns kept per session in the working tier"),
     "session_idle_hours": (
-        0.0, 1e6, "a session this much older (event time) than the cube's newest turn leaves "
+        0.0,
+        1e6,
+        "a session this much older (event time) than the cube's newest turn leaves "
         "the working tier whole; 0: never",
     ),
     "mid_capacity": (1, 10_000_000, "segments kept active in the mid tier"),

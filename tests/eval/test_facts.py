@@ -19,7 +19,9 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "locomo_facts.js
 def test_content_word_f1() -> None:
     a = facts.content_words("Melanie's kids are excited about the summer break!")
     assert a == {"melanie", "kids", "excited", "summer", "break"}
-    assert facts.word_f1(a, facts.content_words("Melanie is excited about summer")) == pytest.approx(0.75)
+    assert facts.word_f1(
+        a, facts.content_words("Melanie is excited about summer")
+    ) == pytest.approx(0.75)
     assert facts.word_f1(a, set()) == 0.0
 
 

@@ -23,9 +23,7 @@ def test_chatter_is_not_a_note(sentence: str) -> None:
 
 
 def test_a_note_names_the_speaker_and_the_listener() -> None:
-    note = notes.write(
-        "Wow, I really love your painting, Mel!", "Caroline", "Melanie", MAY_8
-    )
+    note = notes.write("Wow, I really love your painting, Mel!", "Caroline", "Melanie", MAY_8)
     assert note == "Caroline loves Melanie's painting!"
     assert notes.write("My kids are excited.", "Melanie", None, None) == (
         "Melanie's kids are excited."

@@ -21,7 +21,7 @@ def test_profile_attributes() -> None:
     profile = {(f.key, f.value) for f in found if f.type == "profile"}
     assert profile == {
         ("name", "Ann Lee"), ("lives_in", "Porto"), ("job", "nurse"), ("pet_cat", "Pixel"),
-        ("sister", "Lena"),
+        ("sister", "Lena"), ("interest", "hiking"),
     }  # fmt: skip
     assert all(f.sources == ("p1",) and f.subject == "Ann" for f in found)
 

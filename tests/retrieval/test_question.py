@@ -82,6 +82,15 @@ def test_a_named_speakers_items_rank_above_another_speakers(
     assert {h.item.id: h.score for h in named}[ids[0]] == pytest.approx(0.5 * before[ids[0]])
 
 
+def test_a_derived_item_counts_as_its_subjects() -> None:
+    about = {"Melanie": MemoryItem(id="f1", cube_id="c", text="Melanie loves pottery.",
+                                   tier="long", type="fact", metadata={"subject": "Melanie"}),
+             None: MemoryItem(id="d1", cube_id="c", text="A document.", type="document")}  # fmt: skip
+    assert search._spoken_by(about["Melanie"], frozenset({"Melanie"}))
+    assert not search._spoken_by(about["Melanie"], frozenset({"Caroline"}))
+    assert search._spoken_by(about[None], frozenset({"Caroline"}))  # no one's: not weighed down
+
+
 def test_the_chain_adds_only_the_named_speakers_next_turns(mos: MemoryOS) -> None:
     ids = _talk(mos)
     running = mos.store.get_items([ids[2]])
