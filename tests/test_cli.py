@@ -194,10 +194,12 @@ def filter_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     ("filters", "expected"),
     [
-        ([], [MISO, TUNA]),
-        (["since=2024-04-01", "until=2024-06-01"], [MISO]),
+        # s1 went quiet long before TUNA: MISO is a mid-tier page, and its segment a hit too
+        ([], [MISO, MISO, TUNA]),
+        (["since=2024-04-01", "until=2024-06-01", "type=turn"], [MISO]),
         (["since=2024-06-01"], [TUNA]),
-        (["session_id=s1", "tier=working", "tier=long", "type=turn"], [MISO]),
+        (["session_id=s1", "tier=mid", "tier=long", "type=turn"], [MISO]),
+        (["session_id=s1", "tier=working"], []),
         (["session_id=s2", "status=generated"], [TUNA]),
         (["metadata.n=2"], [TUNA]),  # parsed as JSON: the integer 2
         (['metadata.n="2"'], []),  # the JSON string "2"
