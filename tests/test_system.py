@@ -39,6 +39,16 @@ CONVERSATION = [
 
 
 @pytest.fixture
+def alice_cube(mos: MemoryOS) -> str:
+    """``tests.conftest.alice_cube``, whose quiet sessions stay in the working tier: these
+    tests are about adding, reading and searching, not about the tiers (tests/tiers/)."""
+    mos.create_user("alice", name="Alice")
+    mos.create_user("bob")
+    settings = {"session_idle_hours": 0}
+    return mos.create_cube("notes", owner="alice", cube_id="notes", settings=settings).cube_id
+
+
+@pytest.fixture
 def filled(mos: MemoryOS, alice_cube: str) -> list[str]:
     return mos.add(
         CONVERSATION[:3], user_id="alice", cube_id=alice_cube, session_id="s1"
