@@ -107,8 +107,13 @@ def eval_fit_facts(data: str, out: str) -> None:
     embedder = make_embedder(settings.embedder or EMBEDDERS[0], settings)
     fitted = facts.fit_models(samples, embedder, data)
     Path(out).write_text(json.dumps(fitted, indent=1) + "\n", encoding="utf-8")
-    lines = [f"{name}: threshold {m['threshold']}, cross-validated {m['cross_validated']}"
-             for name, m in fitted["models"].items()]  # fmt: skip
+    lines = []
+    for name, model in fitted["models"].items():
+        figures = dict(model["cross_validated"])
+        curve = figures.pop("curve")
+        lines.append(f"{name}: threshold {model['threshold']}, cross-validated {figures}")
+        lines += [f"  at {p['threshold']:.1f}: observation recall {p['observation_recall']:.3f}, "
+                  f"precision {p['precision']:.3f}" for p in curve]  # fmt: skip
     emit({k: v["cross_validated"] for k, v in fitted["models"].items()}, lines)
 
 

@@ -240,8 +240,9 @@ def _best_threshold(
     chances: np.ndarray,
     labels: np.ndarray,
     notes_by_conv: list[list[Observation]],
-) -> tuple[float, dict[str, float]]:
-    """The threshold maximising min(observation recall, precision) of the kept notes."""
+) -> tuple[float, dict[str, Any]]:
+    """The threshold maximising min(observation recall, precision) of the kept notes, and
+    those figures with the whole curve (every 0.1; at 0, every note is kept)."""
     total = sum(len(n) for n in notes_by_conv)
     # Which observations each note recalls (it cites one of the note's turns and matches).
     recalls: list[set[tuple[int, int]]] = []
@@ -249,14 +250,18 @@ def _best_threshold(
         words = content_words(note)
         recalls.append({(c, j) for j, o in enumerate(notes_by_conv[c])
                         if page.id in o.turns and word_f1(words, content_words(o.text)) >= 0.4})  # fmt: skip
-    best: tuple[float, float, dict[str, float]] = (-1.0, 0.5, {})
-    for threshold in np.arange(0.05, 0.95, 0.025):
+    best: tuple[float, float, dict[str, Any]] = (-1.0, 0.5, {})
+    curve = []
+    for threshold in np.arange(0.0, 0.95, 0.025):
         kept = chances >= threshold
         if not kept.any():
             break
         recalled = set().union(*(r for r, k in zip(recalls, kept, strict=True) if k))
         recall, precision = len(recalled) / total, float(labels[kept].mean())
+        figures = {"observation_recall": round(recall, 3), "precision": round(precision, 3)}
+        if round(threshold * 40) % 4 == 0:  # every 0.1 into the record
+            curve.append({"threshold": round(float(threshold), 1), **figures})
         if min(recall, precision) > best[0]:
-            figures = {"observation_recall": round(recall, 3), "precision": round(precision, 3)}
             best = (min(recall, precision), round(float(threshold), 3), figures)
-    return best[1], best[2]
+    # The curve's first point keeps every note: the ceiling of what any threshold can recall.
+    return best[1], {**best[2], "curve": curve}
