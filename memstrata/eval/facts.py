@@ -199,7 +199,7 @@ def fit_models(
         notes = list(observations(sample))
         notes_by_conv.append(notes)
         words = [content_words(n.text) for n in notes]
-        for page, (sentence, note) in reader.notes(turns(sample)):
+        for page, sentence, note in reader.notes(turns(sample)):
             rows.append((c, page, sentence, note))
             labels.append(any(word_f1(content_words(note), w) >= 0.4 for w in words))
     cheap = np.array([worthiness.cheap_features(r[2], r[3]) for r in rows], np.float64)

@@ -88,44 +88,48 @@ class OfflineReader:
             facts.setdefault(fact.sources[0], []).append(fact)
         return [f for page in pages for f in [*read_page(page), *facts.get(page.id, [])]]
 
-    def notes(self, pages: Sequence[MemoryItem]) -> list[tuple[MemoryItem, tuple[str, str]]]:
-        """Every (page, (sentence, note)) the pages could give, in page order."""
+    def notes(self, pages: Sequence[MemoryItem]) -> list[tuple[MemoryItem, str, str]]:
+        """Every (page, sentence, note) the pages could give, in page order."""
         listeners = _listeners(pages)
         written = []
         for page in pages:
             if page.role == "assistant":
-                continue
-            speaker = page.speaker or page.role or "user"
+                continue  # what the assistant commits to is knowledge (reader.rules)
             for sentence in notes.candidates(page.text):
-                note = notes.write(sentence, speaker, listeners.get(page.id), page.event_time)
+                note = notes.write(sentence, _who(page), listeners.get(page.id), page.event_time)
                 if note is not None:
-                    written.append((page, (sentence, note)))
+                    written.append((page, sentence, note))
         return written
 
-    def _worthy(self, written: list[tuple[MemoryItem, tuple[str, str]]]) -> list[Finding]:
+    def _worthy(self, written: list[tuple[MemoryItem, str, str]]) -> list[Finding]:
+        """The notes the worthiness model keeps, as facts (with their vectors, if embedded)."""
         if not written:
             return []
         worthiness = self.model or shipped()
         model = worthiness.model_for(fingerprint(self.embedder) if self.embedder else None)
-        features = np.array([cheap_features(s, n) for _, (s, n) in written], np.float64)
+        features = np.array([cheap_features(s, n) for _, s, n in written], np.float64)
         vectors = None
         if self.embedder is not None:
-            vectors = self.embedder.embed_passages([n for _, (_, n) in written])
+            vectors = self.embedder.embed_passages([n for _, _, n in written])
             if model.embedder is not None:
                 features = np.hstack([features, vectors.astype(np.float64)])
         chances = model.probabilities(features)
-        kept = [i for i, p in enumerate(chances) if p >= model.threshold]
         return [
             Finding(
                 type="fact",
-                text=written[i][1][1],
-                subject=written[i][0].speaker or written[i][0].role or "user",
-                sources=(written[i][0].id,),
-                confidence=round(float(chances[i]), 3),
+                text=note,
+                subject=_who(page),
+                sources=(page.id,),
+                confidence=round(float(chance), 3),
                 vector=None if vectors is None else vectors[i],
             )
-            for i in kept
+            for i, ((page, _, note), chance) in enumerate(zip(written, chances, strict=True))
+            if chance >= model.threshold
         ]
+
+
+def _who(page: MemoryItem) -> str:
+    return page.speaker or page.role or "user"
 
 
 def _listeners(pages: Sequence[MemoryItem]) -> dict[str, str]:
@@ -133,11 +137,10 @@ def _listeners(pages: Sequence[MemoryItem]) -> dict[str, str]:
     the assistant for a user talking with an assistant, and the user for the assistant."""
     speakers: dict[str | None, set[str]] = {}
     for page in pages:
-        speakers.setdefault(page.session_id, set()).add(page.speaker or page.role or "user")
+        speakers.setdefault(page.session_id, set()).add(_who(page))
     listeners = {}
     for page in pages:
-        me = page.speaker or page.role or "user"
-        others = speakers[page.session_id] - {me}
+        others = speakers[page.session_id] - {_who(page)}
         if len(others) == 1:
             listeners[page.id] = others.pop()
     return listeners
