@@ -10,7 +10,10 @@ each conversation is added and its background work is done, the cube's long-tier
 * **precision**: the share of long-tier items that match some observation of the conversation
   at F1 ≥ the threshold (an item that matches nothing is noise to a reader);
 * **unresolved**: the share of items still speaking in the first or second person ("I", "you"),
-  which read wrongly out of context.
+  which read wrongly out of context;
+* **summary recall** and **summary F1**: how much of LoCoMo's summary of each session
+  (``session_summary``) the long tier's facts of that session cover, in content words
+  (recall), and how much else they say (F1), averaged over sessions.
 
 Content words: lower-cased letters and digits, a possessive ``'s`` dropped, function words and
 single letters removed; F1 over the two sets.  Both thresholds the issue names are reported (0.4
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import statistics
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -109,6 +113,36 @@ def score(
     }
 
 
+def session_summaries(sample: dict[str, Any]) -> dict[str, str]:
+    """LoCoMo's summary of each session, by session number ("3" → text)."""
+    found = {}
+    for key, text in (sample.get("session_summary") or {}).items():
+        if (m := re.fullmatch(r"session_(\d+)_summary", key)) and isinstance(text, str):
+            found[m.group(1)] = text
+    return found
+
+
+def summary_coverage(
+    sample: dict[str, Any], items: list[MemoryItem], external: dict[str, str]
+) -> dict[str, float]:
+    """How much of each session's reference summary the long tier's facts of that session
+    cover: content-word recall and F1 of the facts' words against the summary's, averaged over
+    sessions (a session's facts are those citing its turns, ``D3:…`` for session 3)."""
+    words: dict[str, set[str]] = {}
+    for item in items:
+        for source in item.sources:
+            if m := re.fullmatch(r"D(\d+):\d+", external.get(source.item_id or "", "")):
+                words.setdefault(m.group(1), set()).update(content_words(item.text))
+    recalls, f1s = [], []
+    for number, text in session_summaries(sample).items():
+        wanted, have = content_words(text), words.get(number, set())
+        recalls.append(len(wanted & have) / len(wanted) if wanted else 0.0)
+        f1s.append(word_f1(have, wanted))
+    if not recalls:
+        return {}
+    return {"summary_recall": statistics.fmean(recalls), "summary_f1": statistics.fmean(f1s)}
+
+
 def long_items(mos: MemoryOS, cube_id: str, user_id: str) -> list[MemoryItem]:
     """Every current long-tier item of a cube, oldest first."""
     found: list[MemoryItem] = []
@@ -139,6 +173,8 @@ def evaluate(
         unresolved = sum(bool(_PERSONAL.search(i.text)) for i in items)
         row: dict[str, Any] = {"observations": len(notes), "items": len(items),
                                "unresolved": round(unresolved / max(1, len(items)), 3)}  # fmt: skip
+        summary = summary_coverage(sample, items, external)
+        row |= {k: round(v, 3) for k, v in summary.items()}
         weights = {"observation_recall": len(notes), "precision": len(items)}
         for threshold in THRESHOLDS:
             for metric, value in score(items, external, notes, threshold).items():
@@ -147,6 +183,11 @@ def evaluate(
                 total = totals.setdefault(key, [0.0, 0.0])
                 total[0] += value * weights[metric]
                 total[1] += weights[metric]
+        sessions_n = len(session_summaries(sample))
+        for key, value in summary.items():
+            total = totals.setdefault(key, [0.0, 0.0])
+            total[0] += value * sessions_n
+            total[1] += sessions_n
         totals.setdefault("unresolved", [0.0, 0.0])
         totals["unresolved"][0] += unresolved
         totals["unresolved"][1] += len(items)
@@ -161,12 +202,13 @@ def table(result: dict[str, Any]) -> list[str]:
     """The result as aligned text lines, one row per conversation and one overall."""
     metrics = [f"{m}@{t}" for t in THRESHOLDS for m in ("observation_recall", "precision")]
     head = f"{'conversation':<14}{'obs':>5}{'items':>7}" + "".join(f"{m:>26}" for m in metrics)
-    lines = [head + f"{'unresolved':>12}"]
+    extra = ("unresolved", "summary_recall", "summary_f1")
+    lines = [head + "".join(f"{m:>16}" for m in extra)]
     groups = {**result["by_conversation"], "overall": result["overall"]}
     for name, row in groups.items():
         cells = "".join(f"{row[m]:>26.3f}" for m in metrics)
-        lines.append(f"{name:<14}{row['observations']:>5}{row['items']:>7}{cells}"
-                     f"{row['unresolved']:>12.3f}")  # fmt: skip
+        cells += "".join(f"{row.get(m, float('nan')):>16.3f}" for m in extra)
+        lines.append(f"{name:<14}{row['observations']:>5}{row['items']:>7}{cells}")
     return lines
 
 

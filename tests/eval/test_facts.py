@@ -51,6 +51,9 @@ def test_eval_locomo_facts_command(tmp_path: Path) -> None:
     # The quiet first sessions leave the working tier whole, so their notes reach the long tier.
     assert overall["items"] > 0 and overall["observation_recall@0.4"] > 0
     assert overall["unresolved"] == 0.0
+    # Session 1 went quiet, so its facts reach the long tier and cover part of its summary.
+    assert 0 < found["by_conversation"]["mini-a"]["summary_recall"] <= 1
+    assert "summary_f1" in overall and "summary_recall" not in found["by_conversation"]["mini-b"]
     assert "observation_recall@0.4" in result.output
 
 
