@@ -62,7 +62,9 @@ _ACTIVITY = re.compile(
 _NOT_ACTIVITIES = frozenset(
     """anything something nothing everything thing being going doing getting having making
     feeling saying thinking trying looking seeing working living morning evening during
-    bring king ring spring sing wedding building meeting""".split()
+    bring king ring spring sing wedding building meeting learning planning hoping waiting
+    wondering considering taking using helping starting coming leaving telling asking
+    talking chatting seeing""".split()
 )
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|me|we|our)\b")
 
