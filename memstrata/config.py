@@ -84,7 +84,9 @@ class Settings:
     dense_weight: float = field(default=1.0, metadata=_help("weight of the vector channel"))
     reader: str = field(
         default="offline",
-        metadata=_help("offline (rules, no model) | llm (the chat model of llm_provider)"),
+        metadata=_help(
+            "offline (rules and a small learned model, no LLM) | llm (the chat model of llm_provider)"
+        ),
     )
     llm_provider: str = field(
         default="none",
