@@ -1,12 +1,14 @@
 """The llm reader and summariser (DESIGN §3.5): one structured chat call per batch.
 
-``LLMReader.read(pages)`` makes one call for the whole promotion batch.  The prompt shows each
+``LLMReader.read(pages)`` makes one call per batch of pages whose lines fit ``batch_tokens``
+(a hot segment may hold hundreds of pages: more than a small model's context).  The prompt shows each
 page as ``[p1] 2024-05-08 Ann: text`` (short ids: cheap to copy and hard to garble) and asks for
 ``{"findings": [...]}``; the JSON schema sent with it lists those ids as the only citable sources,
 so a server that enforces schemas (llama.cpp) cannot cite anything else.  The answer is checked
 by ``reader.grounding`` whatever the server did: invalid or ungrounded findings are dropped; an
 answer that is not the JSON asked for, or a failed call (``LLMError``), is retried ``retries``
-times, then the fallback reader (offline rules) reads the pages instead, with a warning logged.
+times, then the fallback reader (the offline reader) reads that batch instead, with a warning
+logged.
 Model output that is not a valid, grounded finding never becomes memory text.
 
 Both classes are thread-safe when their ``LLM`` and ``on_usage`` callback are.
@@ -34,6 +36,8 @@ UsageCallback = Callable[[Completion], None]
 
 _OFFLINE = OfflineReader()  # stateless, so one instance serves every LLMReader
 _PAGE_CHARS = 1000
+#: Tokens of page lines per call: with the prompt and the answer, within a 4,096-token context.
+BATCH_TOKENS = 2000
 _SUMMARY_CHARS = 1000
 
 _READ_PROMPT = """\
@@ -87,6 +91,21 @@ def findings_schema(page_ids: Sequence[str]) -> dict[str, Any]:
     }
 
 
+def batches(pages: Sequence[MemoryItem], tokens: int) -> list[list[MemoryItem]]:
+    """``pages`` in order, cut into runs whose prompt lines come to at most ``tokens`` (words ×
+    1.3, each page cut at ``_PAGE_CHARS`` as in the prompt); a page is never split."""
+    found: list[list[MemoryItem]] = []
+    size = tokens + 1
+    for page in pages:
+        cost = len(one_line(page.text, _PAGE_CHARS).split()) * 13 // 10 + 8  # + id, date, name
+        if size + cost > tokens:
+            found.append([])
+            size = 0
+        found[-1].append(page)
+        size += cost
+    return found
+
+
 def render_pages(pages: Mapping[str, MemoryItem]) -> str:
     """One line per page: ``[id] YYYY-MM-DD speaker: text``.
 
@@ -119,6 +138,7 @@ class LLMReader:
         retries: int = 1,
         on_usage: UsageCallback | None = None,
         max_tokens: int = 1024,
+        batch_tokens: int = BATCH_TOKENS,
     ) -> None:
         if retries < 0:
             raise ValueError("retries must be 0 or more")
@@ -127,9 +147,14 @@ class LLMReader:
         self.retries = retries
         self.on_usage = on_usage
         self.max_tokens = max_tokens
+        self.batch_tokens = batch_tokens
 
     def read(self, pages: Sequence[MemoryItem]) -> list[Finding]:
-        """Grounded findings of ``pages``, each citing only their ids (see the module docstring)."""
+        """Grounded findings of ``pages``, each citing only their ids (see the module docstring):
+        one call per batch of consecutive pages that fits ``batch_tokens``."""
+        return [f for batch in batches(pages, self.batch_tokens) for f in self._read(batch)]
+
+    def _read(self, pages: Sequence[MemoryItem]) -> list[Finding]:
         if not pages:
             return []
         refs = {f"p{n}": page for n, page in enumerate(pages, 1)}

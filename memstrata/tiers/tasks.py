@@ -103,7 +103,9 @@ class TierTasks:
         """The reader promotions use: the LLM's, counting its tokens against the cube, or rules."""
         if self.llm is None:
             return OfflineReader(self.embedder)
-        return LLMReader(self.llm, on_usage=partial(self._count, cube_id))
+        return LLMReader(
+            self.llm, fallback=OfflineReader(self.embedder), on_usage=partial(self._count, cube_id)
+        )
 
     def _count(self, cube_id: str, completion: Completion) -> None:
         """Count one LLM call and its tokens against ``cube_id``."""

@@ -220,3 +220,17 @@ def test_summariser_returns_the_summary_or_none(script: Script, llm: OpenAIChat)
     assert [summariser.summarise(["x"]) for _ in range(3)] == [None, None, None]
     assert summariser.summarise([]) is None
     assert len(script.requests) == 4 and len(seen) == 3  # the failed call spent nothing
+
+
+def test_many_pages_are_read_in_batches_that_fit(script: Script, llm: OpenAIChat) -> None:
+    pages = [
+        MemoryItem(id=f"01PAGE{n:02d}", cube_id="c1", text=f"I visited museum number {n} " * 20,
+                   speaker="Ann", role="user", tier="mid", event_time=WHEN)
+        for n in range(10)
+    ]  # fmt: skip
+    script.answers = [{"findings": []}] * 4
+    reader = LLMReader(llm, batch_tokens=500)
+    assert reader.read(pages) == []
+    assert len(script.requests) == 4  # 10 pages of ~140 tokens: 3 + 3 + 3 + 1
+    shown = [r["messages"][1]["content"].count("\n[p") for r in script.requests]
+    assert shown == [3, 3, 3, 1]
