@@ -97,7 +97,7 @@ def batches(pages: Sequence[MemoryItem], tokens: int) -> list[list[MemoryItem]]:
     found: list[list[MemoryItem]] = []
     size = tokens + 1
     for page in pages:
-        cost = len(one_line(page.text, _PAGE_CHARS).split()) * 13 // 10 + 8  # + id, date, name
+        cost = _tokens(one_line(page.text, _PAGE_CHARS)) + 8  # + id, date and name
         if size + cost > tokens:
             found.append([])
             size = 0
@@ -194,21 +194,29 @@ class LLMSummariser:
     """Writes a segment summary with one chat call; ``None`` tells the caller to keep its own."""
 
     def __init__(
-        self, llm: LLM, *, on_usage: UsageCallback | None = None, max_tokens: int = 256
+        self,
+        llm: LLM,
+        *,
+        on_usage: UsageCallback | None = None,
+        max_tokens: int = 256,
+        batch_tokens: int = BATCH_TOKENS,
     ) -> None:
         self.llm = llm
         self.on_usage = on_usage
         self.max_tokens = max_tokens
+        self.batch_tokens = batch_tokens
 
     def summarise(self, texts: Sequence[str]) -> str | None:
-        """A summary of ``texts`` (page lines, in order), or None when there are none, the call
+        """A summary of ``texts`` (page lines, in order; when they come to more than
+        ``batch_tokens``, the first and the last lines that fit), or None when there are none, the call
         fails, or the answer is not ``{"summary": …}`` with 1 to 1000 characters.  Never raises
         ``LLMError`` (it is logged); what ``on_usage`` raises propagates."""
         if not texts:
             return None
+        lines = _within([" ".join(t.split()) for t in texts], self.batch_tokens)
         messages: list[ChatMessage] = [
             {"role": "system", "content": _SUMMARY_PROMPT},
-            {"role": "user", "content": "\n".join(" ".join(t.split()) for t in texts)},
+            {"role": "user", "content": "\n".join(lines)},
         ]
         try:
             answer = self.llm.complete(
@@ -220,6 +228,28 @@ class LLMSummariser:
         if self.on_usage is not None:
             self.on_usage(answer)
         return _summary(answer.text)
+
+
+def _tokens(line: str) -> int:
+    """The offline estimate of a line's tokens (words × 1.3, as a context counts them)."""
+    return len(line.split()) * 13 // 10 + 1
+
+
+def _within(lines: list[str], tokens: int) -> list[str]:
+    """``lines`` if they fit ``tokens``; else as many of the first and of the last as fit in
+    half each (how a run of talk begins and where it ended up)."""
+    if sum(map(_tokens, lines)) <= tokens:
+        return lines
+    head: list[str] = []
+    tail: list[str] = []
+    for chosen, ordered in ((head, lines), (tail, reversed(lines))):
+        used = 0
+        for line in ordered:
+            if used + _tokens(line) > tokens // 2:
+                break
+            chosen.append(line)
+            used += _tokens(line)
+    return head + tail[::-1]
 
 
 def _summary(text: str) -> str | None:

@@ -234,3 +234,14 @@ def test_many_pages_are_read_in_batches_that_fit(script: Script, llm: OpenAIChat
     assert len(script.requests) == 4  # 10 pages of ~140 tokens: 3 + 3 + 3 + 1
     shown = [r["messages"][1]["content"].count("\n[p") for r in script.requests]
     assert shown == [3, 3, 3, 1]
+
+
+def test_a_long_segment_is_summarised_from_its_first_and_last_lines(
+    script: Script, llm: OpenAIChat
+) -> None:
+    lines = [f"Ann: line {n} " + "word " * 30 for n in range(40)]
+    script.answers = [{"summary": "Ann talked at length."}]
+    assert LLMSummariser(llm, batch_tokens=400).summarise(lines) == "Ann talked at length."
+    sent = script.requests[0]["messages"][1]["content"].splitlines()
+    assert 2 <= len(sent) < 40 and sent[0].startswith("Ann: line 0 ")
+    assert sent[-1].startswith("Ann: line 39 ")
