@@ -43,7 +43,8 @@ _INTENSIFIER = re.compile(
     re.I,
 )
 #: A sentence with fewer content words than this says nothing worth a note ("Wow, so cool!").
-#: (Measured on LoCoMo dev: 2 lost more good notes than chatter; see docs/evaluation.md.)
+#: (2 was tried on LoCoMo dev, out of fold: it dropped more notes matching an observation
+#: than chatter.)
 MIN_CONTENT_WORDS = 1
 _ONLY_A_NAME = re.compile(r"[A-Z][\w'-]*[\s,!.…]*")
 _VOCATIVE_END = re.compile(r",\s*[A-Z][a-z]+\s*([!.…]*)$")
