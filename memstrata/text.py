@@ -15,6 +15,7 @@ word is thus findable, which FTS5's trigram tokenizer cannot do for two-characte
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 
 from memstrata.model import MemoryItem
@@ -120,3 +121,14 @@ def one_line(text: str, limit: int | None = None) -> str:
     if limit is not None and len(flat) > limit:
         return flat[: limit - 1].rstrip() + "…"
     return flat
+
+
+#: A word counts once per this many characters (rounded up) in ``count_tokens``.
+WORD_CHARS = 12
+
+
+def count_tokens(text: str) -> int:
+    """Offline token estimate: words × 1.3, rounded up; a word counts once per ``WORD_CHARS``
+    characters (contexts are packed and prompts batched by it)."""
+    words = sum(-(-len(word) // WORD_CHARS) for word in text.split())
+    return math.ceil(words * 1.3)

@@ -10,9 +10,13 @@ import click
 
 from memstrata.cli.app import emit, options
 from memstrata.config import Settings
-from memstrata.embed import EMBEDDERS, make_embedder
+from memstrata.embed import DEFAULT_EMBEDDER, make_embedder
 from memstrata.eval import facts, locomo
 from memstrata.llm import make_llm
+
+_DATA = click.option(
+    "--data", required=True, type=click.Path(exists=True, dir_okay=False), help="LoCoMo JSON file."
+)
 
 
 @click.group(name="eval")
@@ -21,9 +25,7 @@ def eval_group() -> None:
 
 
 @eval_group.command("locomo")
-@click.option(
-    "--data", required=True, type=click.Path(exists=True, dir_okay=False), help="LoCoMo JSON file."
-)
+@_DATA
 @click.option(
     "--tiers/--no-tiers",
     default=True,
@@ -66,8 +68,7 @@ def eval_locomo(
                                                  "session_idle_hours": 0}  # fmt: skip
     if check_facts:
         found = facts.evaluate(samples, lambda path: given.open(path, workers=1), settings)
-        if out:
-            Path(out).write_text(json.dumps(found, indent=2), encoding="utf-8")
+        _write(out, found)
         emit(found, facts.table(found))
         return
     chosen = {"llm_provider": llm_provider, "llm_base_url": llm_base_url, "llm_model": llm_model}
@@ -83,15 +84,12 @@ def eval_locomo(
     finally:
         if llm is not None:
             llm.close()
-    if out:
-        Path(out).write_text(json.dumps(result, indent=2), encoding="utf-8")
+    _write(out, result)
     emit(result, locomo.table(result))
 
 
 @eval_group.command("fit-facts")
-@click.option(
-    "--data", required=True, type=click.Path(exists=True, dir_okay=False), help="LoCoMo JSON file."
-)
+@_DATA
 @click.option(
     "--out",
     required=True,
@@ -104,7 +102,7 @@ def eval_fit_facts(data: str, out: str) -> None:
     samples = _samples(data, None)
     settings = given.settings()
     # The embedder of a new database: the one the vectors model's features come from.
-    embedder = make_embedder(settings.embedder or EMBEDDERS[0], settings)
+    embedder = make_embedder(settings.embedder or DEFAULT_EMBEDDER, settings)
     fitted = facts.fit_models(samples, embedder, data)
     Path(out).write_text(json.dumps(fitted, indent=1) + "\n", encoding="utf-8")
     lines = []
@@ -115,6 +113,12 @@ def eval_fit_facts(data: str, out: str) -> None:
         lines += [f"  at {p['threshold']:.1f}: observation recall {p['observation_recall']:.3f}, "
                   f"precision {p['precision']:.3f}" for p in curve]  # fmt: skip
     emit({k: v["cross_validated"] for k, v in fitted["models"].items()}, lines)
+
+
+def _write(out: str | None, value: object) -> None:
+    """``value`` as JSON into the file ``out``, if one was given."""
+    if out:
+        Path(out).write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
 
 
 def _samples(data: str, conversations: int | None) -> list[dict[str, Any]]:

@@ -13,10 +13,20 @@ from memstrata.config import Settings
 from memstrata.embed.base import Closeable, Embedder, Vectors, fingerprint
 from memstrata.errors import ConfigurationError
 
-__all__ = ["EMBEDDERS", "Closeable", "Embedder", "Vectors", "fingerprint", "make_embedder"]
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "EMBEDDERS",
+    "Closeable",
+    "Embedder",
+    "Vectors",
+    "fingerprint",
+    "make_embedder",
+]
 
 #: Registry names, the default (``e5``) first.
 EMBEDDERS = ("e5", "use", "minilm", "openai")
+#: The embedder of a new database when none is configured.
+DEFAULT_EMBEDDER = EMBEDDERS[0]
 
 _CLASSES = {
     "e5": ("memstrata.embed.e5", "E5Embedder"),

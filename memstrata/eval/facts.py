@@ -60,7 +60,9 @@ _PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|you|your|you
 
 
 def content_words(text: str) -> set[str]:
-    """The content words of ``text`` (see the module docstring)."""
+    """The content words of ``text`` (see the module docstring).  Not ``answers.content_words``
+    on purpose: a possessive must not hide a name ("Caroline's" is "caroline" here, where
+    answer scoring keeps "carolines"), and a fuller list of function words keeps F1 on claims."""
     words = _WORD.findall(_POSSESSIVE.sub("", text.lower()))
     return {w for w in words if w not in _FUNCTION_WORDS and len(w) > 1}
 
@@ -178,24 +180,23 @@ def evaluate(
         weights = {"observation_recall": len(notes), "precision": len(items)}
         for threshold in THRESHOLDS:
             for metric, value in score(items, external, notes, threshold).items():
-                key = f"{metric}@{threshold}"
-                row[key] = round(value, 3)
-                total = totals.setdefault(key, [0.0, 0.0])
-                total[0] += value * weights[metric]
-                total[1] += weights[metric]
-        sessions_n = len(session_summaries(sample))
+                row[f"{metric}@{threshold}"] = round(value, 3)
+                _tally(totals, f"{metric}@{threshold}", value, weights[metric])
         for key, value in summary.items():
-            total = totals.setdefault(key, [0.0, 0.0])
-            total[0] += value * sessions_n
-            total[1] += sessions_n
-        totals.setdefault("unresolved", [0.0, 0.0])
-        totals["unresolved"][0] += unresolved
-        totals["unresolved"][1] += len(items)
+            _tally(totals, key, value, len(session_summaries(sample)))
+        _tally(totals, "unresolved", unresolved / max(1, len(items)), len(items))
         rows[str(sample["sample_id"])] = row
     overall: dict[str, Any] = {k: round(s / w, 3) if w else 0.0 for k, (s, w) in totals.items()}
     overall["observations"] = sum(r["observations"] for r in rows.values())
     overall["items"] = sum(r["items"] for r in rows.values())
     return {"overall": overall, "by_conversation": rows}
+
+
+def _tally(totals: dict[str, list[float]], key: str, value: float, weight: float) -> None:
+    """Add ``value`` with ``weight`` to the running weighted sum of ``key``."""
+    total = totals.setdefault(key, [0.0, 0.0])
+    total[0] += value * weight
+    total[1] += weight
 
 
 def table(result: dict[str, Any]) -> list[str]:
@@ -237,13 +238,15 @@ def fit_models(
     rows: list[tuple[int, MemoryItem, str, str]] = []
     labels: list[bool] = []
     notes_by_conv: list[list[Observation]] = []
+    words_by_conv: list[list[set[str]]] = []
     for c, sample in enumerate(data):
         notes = list(observations(sample))
         notes_by_conv.append(notes)
-        words = [content_words(n.text) for n in notes]
-        for page, sentence, note in reader.notes(turns(sample)):
+        words_by_conv.append([content_words(n.text) for n in notes])
+        for page, sentence, note in reader.candidate_notes(turns(sample)):
             rows.append((c, page, sentence, note))
-            labels.append(any(word_f1(content_words(note), w) >= 0.4 for w in words))
+            mine = content_words(note)
+            labels.append(any(word_f1(mine, w) >= 0.4 for w in words_by_conv[c]))
     cheap = np.array([worthiness.cheap_features(r[2], r[3]) for r in rows], np.float64)
     vectors = embedder.embed_passages([r[3] for r in rows]).astype(np.float64)
     y = np.array(labels)
@@ -256,7 +259,7 @@ def fit_models(
             mean, scale, coef, b = worthiness.fit(x[conv != c], y[conv != c], l2)
             model = worthiness.Model(owner, mean, scale, coef, b, 0.5)
             held_out[conv == c] = model.probabilities(x[conv == c])
-        threshold, figures = _best_threshold(rows, held_out, y, notes_by_conv)
+        threshold, figures = _best_threshold(rows, held_out, y, notes_by_conv, words_by_conv)
         mean, scale, coef, b = worthiness.fit(x, y, l2)
         models[name] = worthiness.Model(owner, mean, scale, coef, b, threshold).as_dict()
         models[name]["cross_validated"] = figures
@@ -282,6 +285,7 @@ def _best_threshold(
     chances: np.ndarray,
     labels: np.ndarray,
     notes_by_conv: list[list[Observation]],
+    words_by_conv: list[list[set[str]]],
 ) -> tuple[float, dict[str, Any]]:
     """The threshold maximising min(observation recall, precision) of the kept notes, and
     those figures with the whole curve (every 0.1; at 0, every note is kept)."""
@@ -291,7 +295,7 @@ def _best_threshold(
     for c, page, _, note in rows:
         words = content_words(note)
         recalls.append({(c, j) for j, o in enumerate(notes_by_conv[c])
-                        if page.id in o.turns and word_f1(words, content_words(o.text)) >= 0.4})  # fmt: skip
+                        if page.id in o.turns and word_f1(words, words_by_conv[c][j]) >= 0.4})  # fmt: skip
     best: tuple[float, float, dict[str, Any]] = (-1.0, 0.5, {})
     curve = []
     for threshold in np.arange(0.0, 0.95, 0.025):

@@ -26,7 +26,7 @@ from typing import Any
 
 from memstrata.closing import Closing
 from memstrata.config import Settings
-from memstrata.embed import Closeable, Embedder, make_embedder
+from memstrata.embed import DEFAULT_EMBEDDER, Closeable, Embedder, make_embedder
 from memstrata.llm import LLM, OpenAIChat, make_llm
 from memstrata.memory.access import Access
 from memstrata.memory.background import Background
@@ -45,7 +45,6 @@ from memstrata.tiers.tasks import TierTasks
 __all__ = ["MemoryOS"]
 
 log = logging.getLogger("memstrata")
-_DEFAULT_EMBEDDER = "e5"
 #: Seconds ``close`` lets running background tasks finish before it releases them: within a
 #: service manager's stop timeout (``memstrata serve`` exits within 15 s of SIGTERM).
 TASKS_GRACE_S = 5.0
@@ -121,7 +120,7 @@ class MemoryOS(Closing):
         )
         try:
             recorded = store.get_meta("embedder")
-            chosen = given.name if given else settings.embedder or recorded or _DEFAULT_EMBEDDER
+            chosen = given.name if given else settings.embedder or recorded or DEFAULT_EMBEDDER
             instance = given or make_embedder(chosen, settings)
             if recorded is None:
                 store.set_meta("embedder", chosen)

@@ -27,7 +27,7 @@ from memstrata.model import MemoryItem
 from memstrata.reader.findings import Finding, Reader
 from memstrata.reader.grounding import FINDING_TYPES, Malformed, json_object, parse_findings
 from memstrata.reader.offline import OfflineReader
-from memstrata.text import one_line
+from memstrata.text import count_tokens, one_line
 
 log = logging.getLogger(__name__)
 
@@ -92,12 +92,13 @@ def findings_schema(page_ids: Sequence[str]) -> dict[str, Any]:
 
 
 def batches(pages: Sequence[MemoryItem], tokens: int) -> list[list[MemoryItem]]:
-    """``pages`` in order, cut into runs whose prompt lines come to at most ``tokens`` (words ×
-    1.3, each page cut at ``_PAGE_CHARS`` as in the prompt); a page is never split."""
+    """``pages`` in order, cut into runs whose prompt lines come to at most ``tokens``
+    (``text.count_tokens``, each page cut at ``_PAGE_CHARS`` as in the prompt); a page is
+    never split."""
     found: list[list[MemoryItem]] = []
     size = tokens + 1
     for page in pages:
-        cost = _tokens(one_line(page.text, _PAGE_CHARS)) + 8  # + id, date and name
+        cost = count_tokens(one_line(page.text, _PAGE_CHARS)) + 8  # + id, date and name
         if size + cost > tokens:
             found.append([])
             size = 0
@@ -230,25 +231,20 @@ class LLMSummariser:
         return _summary(answer.text)
 
 
-def _tokens(line: str) -> int:
-    """The offline estimate of a line's tokens (words × 1.3, as a context counts them)."""
-    return len(line.split()) * 13 // 10 + 1
-
-
 def _within(lines: list[str], tokens: int) -> list[str]:
     """``lines`` if they fit ``tokens``; else as many of the first and of the last as fit in
     half each (how a run of talk begins and where it ended up)."""
-    if sum(map(_tokens, lines)) <= tokens:
+    if sum(map(count_tokens, lines)) <= tokens:
         return lines
     head: list[str] = []
     tail: list[str] = []
     for chosen, ordered in ((head, lines), (tail, reversed(lines))):
         used = 0
         for line in ordered:
-            if used + _tokens(line) > tokens // 2:
+            if used + count_tokens(line) > tokens // 2:
                 break
             chosen.append(line)
-            used += _tokens(line)
+            used += count_tokens(line)
     return head + tail[::-1]
 
 

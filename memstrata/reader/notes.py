@@ -84,7 +84,8 @@ _SECOND: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\byours\b", re.I), "{o}'s"),
     (re.compile(r"\b(?:you|yourself)\b", re.I), "{o}"),
 ]
-_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd)\b", re.I)
+#: Any word of the second person ("you're" and the like included: "you" then ends a word).
+SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
 
 #: Words after "I" that are not a present-tense verb to conjugate.
 _NOT_PRESENT = frozenset(
@@ -240,7 +241,7 @@ def candidates(text: str) -> Iterator[str]:
 
 def write(sentence: str, speaker: str, listener: str | None, when: datetime | None) -> str | None:
     """One sentence as a note (tidied, in the third person, dated), or None if it cannot be."""
-    if listener is None and _SECOND_PERSON.search(sentence):
+    if listener is None and SECOND_PERSON.search(sentence):
         return None  # spoken to someone unknown: it would not read correctly out of context
     names = tuple(n for n in (speaker, listener) if n)
     s = dated(third_person(tidy(sentence, names), speaker, listener), when)

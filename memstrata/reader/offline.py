@@ -84,11 +84,11 @@ class OfflineReader:
     def read(self, pages: Sequence[MemoryItem]) -> list[Finding]:
         """Findings of every page, in page order; each cites its page."""
         facts: dict[str, list[Finding]] = {}
-        for fact in self._worthy(self.notes(pages)):
+        for fact in self._worthy(self.candidate_notes(pages)):
             facts.setdefault(fact.sources[0], []).append(fact)
         return [f for page in pages for f in [*read_page(page), *facts.get(page.id, [])]]
 
-    def notes(self, pages: Sequence[MemoryItem]) -> list[tuple[MemoryItem, str, str]]:
+    def candidate_notes(self, pages: Sequence[MemoryItem]) -> list[tuple[MemoryItem, str, str]]:
         """Every (page, sentence, note) the pages could give, in page order."""
         listeners = _listeners(pages)
         written = []

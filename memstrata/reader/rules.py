@@ -9,7 +9,7 @@ import re
 
 from memstrata.model import MemoryItem
 from memstrata.reader.findings import Finding
-from memstrata.reader.notes import sentences, third_person
+from memstrata.reader.notes import SECOND_PERSON, sentences, third_person
 
 _END = r"(?=[,.!?;]|$| and | but | because | with | since | for | at | in )"
 _NAME = r"([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)"
@@ -64,7 +64,7 @@ _NOT_ACTIVITIES = frozenset(
     feeling saying thinking trying looking seeing working living morning evening during
     bring king ring spring sing wedding building meeting learning planning hoping waiting
     wondering considering taking using helping starting coming leaving telling asking
-    talking chatting seeing""".split()
+    talking chatting""".split()
 )
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|me|we|our)\b")
 
@@ -135,7 +135,6 @@ def _object(text: str) -> str:
 _NOT_A_THING = re.compile(
     r"^(?:that|how|when|what|it|this|you|to see|to hear)\b|\b(?:you|your|me|my)\b", re.I
 )
-_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
 
 
 def _preferences(sentence: str, subject: str, page: MemoryItem) -> list[Finding]:
@@ -150,7 +149,7 @@ def _preferences(sentence: str, subject: str, page: MemoryItem) -> list[Finding]
                               polarity=polarity))  # fmt: skip
     for m in _HABIT.finditer(sentence):
         habit = _object(m.group(1))
-        if _SECOND_PERSON.search(sentence):
+        if SECOND_PERSON.search(sentence):
             continue  # it would not read correctly out of its conversation
         found.append(_finding("preference", third_person(sentence, subject), subject, page, 0.5,
                               key=habit.lower(), polarity=1, explicit=False))  # fmt: skip

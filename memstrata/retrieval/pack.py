@@ -32,28 +32,20 @@ exceeds the budget: a budget of N tokens holds at most about 10 × N characters.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memstrata.limits import MAX_NAME
 from memstrata.model import Hit, MemoryItem
-from memstrata.text import one_line
+from memstrata.text import WORD_CHARS, count_tokens, one_line
 
-#: A word counts once per this many characters (rounded up).
-WORD_CHARS = 12
+__all__ = ["HEADERS", "WORD_CHARS", "Context", "count_tokens", "pack", "render"]
+
 HEADERS = {
     "profile": "# Profile",
     "recent": "# Recent conversation",
     "hits": "# Relevant memories",
 }
-
-
-def count_tokens(text: str) -> int:
-    """Offline token estimate: words × 1.3, rounded up; a word counts once per ``WORD_CHARS``
-    characters."""
-    words = sum(-(-len(word) // WORD_CHARS) for word in text.split())
-    return math.ceil(words * 1.3)
 
 
 def render(item: MemoryItem) -> str:

@@ -114,7 +114,7 @@ def _weighed(hits: list[Hit], speakers: frozenset[str], days: list[date]) -> Ite
 def _spoken_by(item: MemoryItem, speakers: frozenset[str]) -> bool:
     """Whether ``item`` is one of ``speakers``' (a derived item: about one of them) or is
     no one's (a document, a segment)."""
-    who = item.speaker or item.metadata.get("subject")
+    who = item.speaker or (item.metadata.get("subject") if item.tier == "long" else None)
     return who is None or who in speakers
 
 
