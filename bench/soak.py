@@ -32,7 +32,7 @@ when it raises or answers other than 200.  Figures: per operation the count of s
 requests and their latency p50/p95/p99/max in ms (``load.latency``; an update's includes its
 retries); errors, with samples; the updates retried; requests/s; the server's CPU seconds; its
 resident memory (VmRSS) before any load ("idle"), when the measured run starts ("start"), every
-``--rss-every`` seconds during it (the highest is "peak") and at the end, and the growth from
+``--rss-every`` seconds during it and at the end (the highest of all is "peak"), and the growth from
 start to end.  The exit status is 1 when a request
 failed (warm-up included) or the growth reached ``--max-rss-growth`` percent (default 10).
 """
@@ -90,7 +90,9 @@ class Memory:
         return {
             "idle_mib": round(self.idle, 1),
             "start_mib": None if start is None else round(start, 1),
-            "peak_mib": round(max([start or 0.0, *(mib for _, mib in self.samples)]), 1),
+            "peak_mib": round(
+                max([start or 0.0, *(mib for _, mib in self.samples), end or 0.0]), 1
+            ),
             "end_mib": None if end is None else round(end, 1),
             "growth_pct": None if growth is None else round(growth, 2),
             "samples": [(round(t, 1), round(mib, 1)) for t, mib in self.samples],

@@ -42,7 +42,9 @@ def test_a_short_soak_has_no_errors_and_bounded_memory(tmp_path: Path) -> None:
         assert result[op]["count"] > 0, op
         assert result[op]["p95_ms"] >= result[op]["p50_ms"] > 0, op
     rss = result["server_rss"]
-    assert rss["growth_pct"] < 20 and rss["end_mib"] <= rss["peak_mib"]
+    # The end is sampled after the clients stop, while background tasks may still run: it can be
+    # the highest sample, so only the growth is bounded.
+    assert rss["growth_pct"] < 20
     assert result["server_exit_status"] == 0
     assert "errors: 0" in run.stdout
 
