@@ -6,7 +6,8 @@ import sqlite3
 
 from memstrata.errors import AlreadyExists
 from memstrata.model import Cube, Grant, to_epoch
-from memstrata.store.sqlite import rows, writes
+from memstrata.store import rows
+from memstrata.store.sqlite import writes
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
 

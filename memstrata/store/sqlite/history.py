@@ -17,8 +17,9 @@ from datetime import datetime
 from typing import Any
 
 from memstrata.model import Event, MemoryItem, Version
+from memstrata.store import rows
 from memstrata.store.base import Vectors
-from memstrata.store.sqlite import rows, writes
+from memstrata.store.sqlite import writes
 from memstrata.store.sqlite.connection import SQLiteDatabase, memory_uri
 from memstrata.store.sqlite.search import SQLiteSearch
 

@@ -33,7 +33,8 @@ from memstrata.errors import (
 )
 from memstrata.memcube import Artifact, MemCube, Vectors
 from memstrata.model import Event, MemoryItem, Version, to_epoch
-from memstrata.store.sqlite import rows, writes
+from memstrata.store import rows
+from memstrata.store.sqlite import writes
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
 _ARTIFACT_COLS = "artifact_id, kind, path, fingerprint, sha256, size_bytes, metadata, created_at"

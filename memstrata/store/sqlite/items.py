@@ -19,8 +19,9 @@ import numpy as np
 from memstrata.errors import ConflictError, ItemNotFound
 from memstrata.filters import Filters
 from memstrata.model import SEARCHABLE_STATUSES, MemoryItem, utcnow
+from memstrata.store import rows
 from memstrata.store.base import Vectors
-from memstrata.store.sqlite import rows, writes
+from memstrata.store.sqlite import clauses, writes
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
 #: A list of item ids as one parameter (``ids``): ``IN (?, ?, …)`` would be a new statement for
@@ -106,7 +107,7 @@ class SQLiteItems(SQLiteDatabase):
         limit: int | None = None,
         offset: int = 0,
     ) -> list[MemoryItem]:
-        where, params = rows.filter_sql(filters)
+        where, params = clauses.filter_sql(filters)
         direction = "DESC" if descending else "ASC"
         sql = (
             f"SELECT i.* FROM items i WHERE i.cube_id = ? AND {where} "
@@ -117,7 +118,7 @@ class SQLiteItems(SQLiteDatabase):
         return [rows.item_from_dict(r) for r in cursor]
 
     def count_items(self, cube_id: str, filters: Filters) -> int:
-        where, params = rows.filter_sql(filters)
+        where, params = clauses.filter_sql(filters)
         sql = f"SELECT count(*) FROM items i WHERE i.cube_id = ? AND {where}"
         return int(self.reader().execute(sql, [cube_id, *params]).fetchone()[0])
 

@@ -7,7 +7,8 @@ import time
 
 from memstrata.errors import AlreadyExists
 from memstrata.model import ApiKey, User, to_epoch
-from memstrata.store.sqlite import rows, writes
+from memstrata.store import rows
+from memstrata.store.sqlite import writes
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
 

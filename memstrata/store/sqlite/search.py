@@ -11,7 +11,7 @@ from typing import Any
 
 from memstrata.filters import Filters
 from memstrata.store.base import Scored, Vectors
-from memstrata.store.sqlite import rows
+from memstrata.store.sqlite import clauses
 from memstrata.store.sqlite.items import LIVE, SQLiteItems
 from memstrata.text import any_of, cube_prefix, query_terms
 
@@ -41,7 +41,7 @@ class SQLiteSearch(SQLiteItems):
         if not terms:
             return []
         expression = f"body : {any_of([p + t for p in prefixes for t in terms])}"
-        where, params = rows.filter_sql(filters)
+        where, params = clauses.filter_sql(filters)
         sql = (
             "SELECT i.id, f.score FROM (SELECT rowid, bm25(items_fts, 1.0, 0.0) AS score "
             "FROM items_fts WHERE items_fts MATCH ? ORDER BY score LIMIT ?) AS f "
@@ -127,6 +127,6 @@ class SQLiteSearch(SQLiteItems):
     def _metadata_matches(self, cube_id: str, filters: Filters) -> list[str]:
         """Ids of the cube's items passing the metadata filters (checked in SQL, not the mirror)."""
         only = Filters(statuses=filters.statuses, metadata=filters.metadata)
-        where, params = rows.filter_sql(only)
+        where, params = clauses.filter_sql(only)
         sql = f"SELECT i.id FROM items i WHERE i.cube_id = ? AND {where}"
         return [r[0] for r in self.reader().execute(sql, [cube_id, *params])]

@@ -21,12 +21,13 @@ Row layout is written in one place (``rows.py``, ``writes.py``) and shared by al
 
 from __future__ import annotations
 
+from memstrata.store.rows import fts_body
+from memstrata.store.sqlite.clauses import filter_sql
 from memstrata.store.sqlite.cubes import SQLiteCubes
 from memstrata.store.sqlite.erasure import SQLiteErasure
 from memstrata.store.sqlite.history import SQLiteHistory
 from memstrata.store.sqlite.interchange import SQLiteArchive
 from memstrata.store.sqlite.principals import SQLitePrincipals
-from memstrata.store.sqlite.rows import filter_sql, fts_body
 from memstrata.store.sqlite.search import SQLiteSearch
 from memstrata.store.sqlite.usage import SQLiteUsage
 

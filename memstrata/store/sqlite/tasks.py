@@ -18,8 +18,8 @@ from typing import Any, cast
 
 from memstrata.errors import ValidationError
 from memstrata.model import from_epoch, new_id
+from memstrata.store import rows
 from memstrata.store.queue import MAX_ERROR_CHARS, TASK_STATUSES, Task, TaskStatus
-from memstrata.store.sqlite import rows
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
 _COLUMNS = (

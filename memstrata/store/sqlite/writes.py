@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstrata.model import Cube, MemoryItem, to_epoch
-from memstrata.store.sqlite import rows
+from memstrata.store import rows
 
 _ITEM_INSERT = (
     f"INSERT INTO items ({', '.join(rows.ITEM_COLUMNS)}, seq) "

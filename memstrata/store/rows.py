@@ -1,7 +1,8 @@
 """Mapping between model objects and SQL: rows, column lists, full-text bodies, filter clauses.
 
-Everything here is a pure function of its arguments (no connection), shared by every part of
-the SQLite engine so a row is written and read one way only.
+Everything here is a pure function of its arguments (no connection), shared by both engines
+(SQLite and PostgreSQL store the same columns the same way: times as epoch seconds, lists and
+objects as JSON text), so a row is written and read one way only.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, cast
 
-from memstrata.filters import Filters
 from memstrata.model import (
     ApiKey,
     Cube,
@@ -65,7 +65,7 @@ def item_to_dict(item: MemoryItem) -> dict[str, Any]:
 
 
 def item_from_dict(row: dict[str, Any] | Any) -> MemoryItem:
-    """A ``MemoryItem`` from a row (``sqlite3.Row`` or dict) or a version snapshot."""
+    """A ``MemoryItem`` from a row (``sqlite3.Row`` or a dict row) or a version snapshot."""
     get = row.__getitem__
     return MemoryItem(
         id=get("id"),
@@ -172,26 +172,3 @@ def event_from_row(row: Sequence[Any]) -> Event:
 def fts_body(item: MemoryItem) -> str:
     """What the full-text index holds for an item: its text, key and keywords (cube-prefixed)."""
     return index_body(" ".join([item.text, item.key or "", *item.keywords]), item.cube_id)
-
-
-def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
-    """A WHERE fragment over ``items i`` for every filter, with its parameters."""
-    clauses = [f"i.status IN ({', '.join('?' * len(filters.statuses))})"]
-    params: list[Any] = list(filters.statuses)
-    for column, values in (("tier", filters.tiers), ("type", filters.types)):
-        if values is not None:
-            clauses.append(f"i.{column} IN ({', '.join('?' * len(values))})")
-            params.extend(values)
-    if filters.session_id is not None:
-        clauses.append("i.session_id = ?")
-        params.append(filters.session_id)
-    if filters.since is not None:
-        clauses.append("i.event_time >= ?")
-        params.append(filters.since.timestamp())
-    if filters.until is not None:
-        clauses.append("i.event_time <= ?")
-        params.append(filters.until.timestamp())
-    for key, value in filters.metadata.items():
-        clauses.append("json_extract(i.metadata, ?) IS ?")
-        params.extend([f'$."{key}"', value])
-    return " AND ".join(clauses), params

@@ -1,0 +1,31 @@
+"""SQLite's WHERE clause for ``Filters`` (the PostgreSQL engine has its own: JSON and
+placeholders differ)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memstrata.filters import Filters
+
+
+def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """A WHERE fragment over ``items i`` for every filter, with its parameters."""
+    clauses = [f"i.status IN ({', '.join('?' * len(filters.statuses))})"]
+    params: list[Any] = list(filters.statuses)
+    for column, values in (("tier", filters.tiers), ("type", filters.types)):
+        if values is not None:
+            clauses.append(f"i.{column} IN ({', '.join('?' * len(values))})")
+            params.extend(values)
+    if filters.session_id is not None:
+        clauses.append("i.session_id = ?")
+        params.append(filters.session_id)
+    if filters.since is not None:
+        clauses.append("i.event_time >= ?")
+        params.append(filters.since.timestamp())
+    if filters.until is not None:
+        clauses.append("i.event_time <= ?")
+        params.append(filters.until.timestamp())
+    for key, value in filters.metadata.items():
+        clauses.append("json_extract(i.metadata, ?) IS ?")
+        params.extend([f'$."{key}"', value])
+    return " AND ".join(clauses), params
