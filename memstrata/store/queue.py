@@ -21,10 +21,14 @@ has the same number), so a caller that releases a claim must not use it again.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
+
+from memstrata.errors import ValidationError
+from memstrata.store import rows
 
 TaskStatus = Literal["pending", "running", "done", "failed"]
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
@@ -32,6 +36,10 @@ TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 OUTSTANDING: tuple[TaskStatus, ...] = ("pending", "running")
 #: The longest error text kept in a task row (longer ones are truncated with a marker).
 MAX_ERROR_CHARS = 4000
+#: The error ``claim`` records on an expired task whose attempts are used up.
+LOST_WORKER = (
+    "LeaseExpired: the worker running the last attempt stopped (killed or hung) before finishing"
+)
 
 
 @dataclass(frozen=True)
@@ -148,3 +156,50 @@ class TaskQueue(Protocol):
     def outstanding(self, cube_id: str | None = None) -> int:
         """How many tasks (of one cube, when given) are ``pending`` or ``running``."""
         ...
+
+
+# -- the rules every queue applies alike ------------------------------------------------------
+
+
+def truncate_error(error: str) -> str:
+    """``error`` cut to ``MAX_ERROR_CHARS``, marking the cut."""
+    if len(error) <= MAX_ERROR_CHARS:
+        return error
+    marker = " … [truncated]"
+    return error[: MAX_ERROR_CHARS - len(marker)] + marker
+
+
+def checked_submit(kind: str, payload: dict[str, Any], max_attempts: int, delay_s: float) -> str:
+    """Validate a submission (``ValidationError``); return the payload as JSON."""
+    if not kind or not kind.strip():
+        raise ValidationError("a task needs a kind", hint="e.g. 'promote' or 'summarise'")
+    if max_attempts < 1:
+        raise ValidationError(f"max_attempts must be at least 1, not {max_attempts}")
+    check_non_negative("delay_s", delay_s)
+    try:
+        return rows.dumps(payload)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"task payload is not JSON-serialisable: {exc}",
+            hint="pass ids and plain values, not objects",
+        ) from exc
+
+
+def check_status(status: str | None) -> None:
+    """``ValidationError`` unless ``status`` is ``None`` or one of ``TASK_STATUSES``."""
+    if status is not None and status not in TASK_STATUSES:
+        raise ValidationError(
+            f"unknown task status {status!r}", hint=f"use one of {', '.join(TASK_STATUSES)}"
+        )
+
+
+def check_positive(name: str, value: float) -> None:
+    """``ValidationError`` unless ``value`` is a finite number of seconds above zero."""
+    if not (math.isfinite(value) and value > 0):
+        raise ValidationError(f"{name} must be a positive number of seconds, not {value!r}")
+
+
+def check_non_negative(name: str, value: float) -> None:
+    """``ValidationError`` unless ``value`` is a finite number of seconds, zero or more."""
+    if not (math.isfinite(value) and value >= 0):
+        raise ValidationError(f"{name} must be zero or more seconds, not {value!r}")

@@ -1,8 +1,9 @@
 """A scheduler in its own process, for the cross-process tests of ``test_scheduler.py``.
 
-``task_worker.py crash DB MARKER``: run ``slow`` tasks that touch MARKER and then hang, until
-killed.  ``task_worker.py share DB OUT``: print ``ready``, wait for a line on stdin, then run
-``job`` tasks (appending each task's id to OUT) until none is outstanding.
+``task_worker.py crash QUEUE MARKER``: run ``slow`` tasks that touch MARKER and then hang, until
+killed.  ``task_worker.py share QUEUE OUT``: print ``ready``, wait for a line on stdin, then run
+``job`` tasks (appending each task's id to OUT) until none is outstanding.  QUEUE is an SQLite
+file or a ``redis://`` URL.
 """
 
 from __future__ import annotations
@@ -11,24 +12,36 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from memstrata.scheduler import Scheduler, Task
+from memstrata.scheduler import Scheduler, Task, TaskQueue
+from memstrata.store.redis import RedisTaskQueue
 from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue
 
 
-def crash(db: str, marker: str) -> None:
+def open_queue(address: str) -> tuple[TaskQueue, Callable[[], None]]:
+    """The queue at ``address`` and what closes it."""
+    if address.startswith("redis://"):
+        queue = RedisTaskQueue(address)
+        return queue, queue.close
+    store = SQLiteStore(address)
+    return SQLiteTaskQueue(store), store.close
+
+
+def crash(address: str, marker: str) -> None:
     def slow(task: Task) -> None:
         Path(marker).write_text(task.task_id)
         time.sleep(60)
 
-    scheduler = Scheduler(SQLiteTaskQueue(SQLiteStore(db)), workers=1, lease_s=0.5, poll_s=0.05)
+    queue, _ = open_queue(address)
+    scheduler = Scheduler(queue, workers=1, lease_s=0.5, poll_s=0.05)
     scheduler.register("slow", slow)
     scheduler.start()
     threading.Event().wait()  # until SIGKILL
 
 
-def share(db: str, out: str) -> None:
+def share(address: str, out: str) -> None:
     lock = threading.Lock()
 
     def job(task: Task) -> None:
@@ -36,15 +49,15 @@ def share(db: str, out: str) -> None:
         with lock, open(out, "a", encoding="utf-8") as f:
             f.write(f"{task.task_id} {os.getpid()}\n")
 
-    store = SQLiteStore(db)
-    with Scheduler(SQLiteTaskQueue(store), workers=2, poll_s=0.05) as scheduler:
+    queue, close = open_queue(address)
+    with Scheduler(queue, workers=2, poll_s=0.05) as scheduler:
         scheduler.register("job", job)
         print("ready", flush=True)
         sys.stdin.readline()
         scheduler.start()
         if not scheduler.wait(timeout=30):
             sys.exit("tasks still outstanding after 30 s")
-    store.close()
+    close()
 
 
 if __name__ == "__main__":

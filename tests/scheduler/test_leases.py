@@ -1,38 +1,37 @@
 """Leases under pressure: a heartbeat that is late, a CPU-bound task, a renewal that races the end
-of its task, and ``close`` giving a running task back (``release``)."""
+of its task, and ``close`` giving a running task back (``release``); on the SQLite queue and the
+Redis queue (``conftest.py``)."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import Collection, Iterator
-from pathlib import Path
+from collections.abc import Collection
+from typing import Any
 
 import pytest
 
-from memstrata.scheduler import Scheduler, Task
-from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue
+from memstrata.scheduler import Scheduler, Task, TaskQueue
+from memstrata.store.sqlite import SQLiteStore
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "tasks.db")
-    yield s
-    s.close()
+class Wrapped:
+    """A queue that passes every call on to ``queue``; subclasses change some."""
+
+    def __init__(self, queue: TaskQueue) -> None:
+        self.queue = queue
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.queue, name)
 
 
-@pytest.fixture
-def queue(store: SQLiteStore) -> SQLiteTaskQueue:
-    return SQLiteTaskQueue(store)
-
-
-class SlowRenewals(SQLiteTaskQueue):
+class SlowRenewals(Wrapped):
     """A queue whose first renewal waits ``delay_s`` (a starved heartbeat: a long write ahead of
     it, a busy CPU) before it is made."""
 
-    def __init__(self, store: SQLiteStore, delay_s: float) -> None:
-        super().__init__(store)
+    def __init__(self, queue: TaskQueue, delay_s: float) -> None:
+        super().__init__(queue)
         self.delay_s = delay_s
         self.renewals = 0
 
@@ -40,26 +39,26 @@ class SlowRenewals(SQLiteTaskQueue):
         self.renewals += 1
         if self.renewals == 1:
             time.sleep(self.delay_s)
-        return super().renew(task_id, lease_s, attempt=attempt)
+        return self.queue.renew(task_id, lease_s, attempt=attempt)
 
 
-class RenewalAfterTheEnd(SQLiteTaskQueue):
+class RenewalAfterTheEnd(Wrapped):
     """A queue whose renewals wait until a task has completed: the heartbeat took its list of
     held tasks just before the task finished."""
 
-    def __init__(self, store: SQLiteStore) -> None:
-        super().__init__(store)
+    def __init__(self, queue: TaskQueue) -> None:
+        super().__init__(queue)
         self.completed = threading.Event()
         self.refused = 0
 
     def renew(self, task_id: str, lease_s: float, *, attempt: int | None = None) -> bool:
         self.completed.wait(5)
-        kept = super().renew(task_id, lease_s, attempt=attempt)
+        kept = self.queue.renew(task_id, lease_s, attempt=attempt)
         self.refused += not kept
         return kept
 
     def complete(self, task_id: str, *, attempt: int | None = None) -> bool:
-        done = super().complete(task_id, attempt=attempt)
+        done = self.queue.complete(task_id, attempt=attempt)
         self.completed.set()
         return done
 
@@ -77,16 +76,16 @@ def complaints(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_a_late_heartbeat_does_not_hand_a_live_task_to_another_worker(
-    store: SQLiteStore, caplog: pytest.LogCaptureFixture
+    queue: TaskQueue, caplog: pytest.LogCaptureFixture
 ) -> None:
-    queue = SlowRenewals(store, delay_s=0.8)  # four leases late
+    slow = SlowRenewals(queue, delay_s=0.8)  # four leases late
     runs: list[int] = []
 
     def long(task: Task) -> None:
         runs.append(task.attempts)
         burn(1.2)
 
-    with Scheduler(queue, workers=2, lease_s=0.2, poll_s=0.01) as scheduler:
+    with Scheduler(slow, workers=2, lease_s=0.2, poll_s=0.01) as scheduler:
         scheduler.register("long", long)
         scheduler.start()
         task_id = scheduler.submit("long", {})
@@ -98,7 +97,7 @@ def test_a_late_heartbeat_does_not_hand_a_live_task_to_another_worker(
 
 
 def test_a_cpu_bound_task_longer_than_its_lease_keeps_it(
-    store: SQLiteStore, queue: SQLiteTaskQueue, caplog: pytest.LogCaptureFixture
+    store: SQLiteStore, queue: TaskQueue, caplog: pytest.LogCaptureFixture
 ) -> None:
     runs: list[int] = []
     leases: list[float] = []
@@ -138,24 +137,24 @@ def test_a_cpu_bound_task_longer_than_its_lease_keeps_it(
 
 
 def test_a_task_that_ends_while_its_renewal_waits_is_not_reported_lost(
-    store: SQLiteStore, caplog: pytest.LogCaptureFixture
+    queue: TaskQueue, caplog: pytest.LogCaptureFixture
 ) -> None:
-    queue = RenewalAfterTheEnd(store)
-    with Scheduler(queue, workers=1, lease_s=0.2, poll_s=0.01) as scheduler:
+    late = RenewalAfterTheEnd(queue)
+    with Scheduler(late, workers=1, lease_s=0.2, poll_s=0.01) as scheduler:
         scheduler.register("short", lambda task: time.sleep(0.15))  # a beat falls inside it
         scheduler.start()
         task_id = scheduler.submit("short", {})
         assert scheduler.wait(timeout=5)
         deadline = time.monotonic() + 2
-        while not queue.refused and time.monotonic() < deadline:
+        while not late.refused and time.monotonic() < deadline:
             time.sleep(0.01)
-    assert queue.refused >= 1  # the late renewal found the task done
+    assert late.refused >= 1  # the late renewal found the task done
     task = queue.get(task_id)
     assert task is not None and task.status == "done"
     assert complaints(caplog) == []
 
 
-def test_claim_skips_the_callers_own_running_tasks(queue: SQLiteTaskQueue) -> None:
+def test_claim_skips_the_callers_own_running_tasks(queue: TaskQueue) -> None:
     mine = queue.submit("k", {}, max_attempts=1)
     assert queue.claim(lease_s=0.05) is not None
     time.sleep(0.08)  # its lease has run out, but its worker is alive: the caller says so
@@ -168,7 +167,7 @@ def test_claim_skips_the_callers_own_running_tasks(queue: SQLiteTaskQueue) -> No
 
 
 def test_release_gives_a_running_task_back_without_counting_the_attempt(
-    queue: SQLiteTaskQueue,
+    queue: TaskQueue,
 ) -> None:
     task_id = queue.submit("k", {}, max_attempts=2, dedupe_key="k:c1")
     claimed = queue.claim(30)

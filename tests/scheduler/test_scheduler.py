@@ -1,4 +1,7 @@
-"""The durable scheduler: queue semantics, retries, inline mode, threads, processes, crashes."""
+"""The durable scheduler: queue semantics, retries, inline mode, threads, processes, crashes.
+
+Each test runs against the SQLite queue and the Redis queue (the ``queue`` fixture of
+``conftest.py``); the process tests give ``task_worker.py`` the same queue's address."""
 
 from __future__ import annotations
 
@@ -8,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,26 +18,8 @@ import pytest
 from memstrata.errors import ConfigurationError, ValidationError
 from memstrata.scheduler import Scheduler, Task, TaskQueue
 from memstrata.store.queue import MAX_ERROR_CHARS
-from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue
 
 WORKER = Path(__file__).with_name("task_worker.py")
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "tasks.db"
-
-
-@pytest.fixture
-def store(db: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(db)
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def queue(store: SQLiteStore) -> SQLiteTaskQueue:
-    return SQLiteTaskQueue(store)
 
 
 def status(queue: TaskQueue, task_id: str) -> str:
@@ -47,7 +31,7 @@ def status(queue: TaskQueue, task_id: str) -> str:
 # -- the queue ------------------------------------------------------------------------------
 
 
-def test_submit_claim_complete(queue: SQLiteTaskQueue) -> None:
+def test_submit_claim_complete(queue: TaskQueue) -> None:
     assert isinstance(queue, TaskQueue)
     task_id = queue.submit("promote", {"segment": "s1"}, cube_id="c1")
     pending = queue.get(task_id)
@@ -68,7 +52,7 @@ def test_submit_claim_complete(queue: SQLiteTaskQueue) -> None:
     assert [t.task_id for t in queue.tasks(cube_id="c1", status="done")] == [task_id]
 
 
-def test_due_order_and_delay(queue: SQLiteTaskQueue) -> None:
+def test_due_order_and_delay(queue: TaskQueue) -> None:
     later = queue.submit("k", {}, delay_s=60)
     first = queue.submit("k", {})
     second = queue.submit("k", {})
@@ -79,7 +63,7 @@ def test_due_order_and_delay(queue: SQLiteTaskQueue) -> None:
 
 
 def test_dedupe_key_holds_while_pending_and_a_running_task_gets_a_follow_up(
-    queue: SQLiteTaskQueue,
+    queue: TaskQueue,
 ) -> None:
     first = queue.submit("summarise", {"n": 1}, dedupe_key="c1:seg")
     assert queue.submit("summarise", {"n": 2}, dedupe_key="c1:seg") == first
@@ -94,7 +78,7 @@ def test_dedupe_key_holds_while_pending_and_a_running_task_gets_a_follow_up(
     assert queue.outstanding() == 1
 
 
-def test_bad_submissions_are_rejected(queue: SQLiteTaskQueue) -> None:
+def test_bad_submissions_are_rejected(queue: TaskQueue) -> None:
     with pytest.raises(ValidationError, match="JSON"):
         queue.submit("k", {"x": object()})
     with pytest.raises(ValidationError):
@@ -106,7 +90,7 @@ def test_bad_submissions_are_rejected(queue: SQLiteTaskQueue) -> None:
     assert queue.tasks() == []
 
 
-def test_an_expired_lease_is_reclaimed_and_the_old_claim_is_fenced(queue: SQLiteTaskQueue) -> None:
+def test_an_expired_lease_is_reclaimed_and_the_old_claim_is_fenced(queue: TaskQueue) -> None:
     task_id = queue.submit("k", {})
     assert queue.claim(lease_s=0.05) is not None
     time.sleep(0.08)
@@ -119,7 +103,7 @@ def test_an_expired_lease_is_reclaimed_and_the_old_claim_is_fenced(queue: SQLite
     assert queue.complete(task_id, attempt=2)
 
 
-def test_a_task_that_keeps_killing_its_worker_ends_failed(queue: SQLiteTaskQueue) -> None:
+def test_a_task_that_keeps_killing_its_worker_ends_failed(queue: TaskQueue) -> None:
     task_id = queue.submit("k", {}, max_attempts=1)
     assert queue.claim(lease_s=0.05) is not None
     time.sleep(0.08)
@@ -129,7 +113,7 @@ def test_a_task_that_keeps_killing_its_worker_ends_failed(queue: SQLiteTaskQueue
     assert task.error is not None and task.error.startswith("LeaseExpired:")
 
 
-def test_fail_retries_until_attempts_run_out(queue: SQLiteTaskQueue) -> None:
+def test_fail_retries_until_attempts_run_out(queue: TaskQueue) -> None:
     task_id = queue.submit("k", {}, max_attempts=2)
     queue.claim(30)
     assert queue.fail(task_id, "ValueError: one", retry_in_s=0)
@@ -145,7 +129,7 @@ def test_fail_retries_until_attempts_run_out(queue: SQLiteTaskQueue) -> None:
 # -- the scheduler, inline ------------------------------------------------------------------
 
 
-def test_inline_submit_runs_the_task_before_returning(queue: SQLiteTaskQueue) -> None:
+def test_inline_submit_runs_the_task_before_returning(queue: TaskQueue) -> None:
     seen: list[str] = []
     with Scheduler(queue, workers=0) as scheduler:
 
@@ -161,7 +145,7 @@ def test_inline_submit_runs_the_task_before_returning(queue: SQLiteTaskQueue) ->
         assert scheduler.wait("c1", timeout=0)
 
 
-def test_retries_with_backoff_then_failed_with_the_error_kept(queue: SQLiteTaskQueue) -> None:
+def test_retries_with_backoff_then_failed_with_the_error_kept(queue: TaskQueue) -> None:
     runs: list[float] = []
 
     def broken(task: Task) -> None:
@@ -184,14 +168,14 @@ def test_retries_with_backoff_then_failed_with_the_error_kept(queue: SQLiteTaskQ
     assert all(gap >= least - 0.005 for gap, least in zip(gaps, [0.02, 0.04, 0.05], strict=True))
 
 
-def test_backoff_doubles_up_to_the_cap(queue: SQLiteTaskQueue) -> None:
+def test_backoff_doubles_up_to_the_cap(queue: TaskQueue) -> None:
     scheduler = Scheduler(queue, workers=0, backoff_s=1.0, max_backoff_s=5.0)
     assert [scheduler.retry_delay(n) for n in (1, 2, 3, 4, 1000)] == [1, 2, 4, 5, 5]
     with pytest.raises(ConfigurationError, match="allowed"):
         Scheduler(queue, workers=-1)
 
 
-def test_a_flaky_task_succeeds_on_retry(queue: SQLiteTaskQueue) -> None:
+def test_a_flaky_task_succeeds_on_retry(queue: TaskQueue) -> None:
     calls = []
 
     def flaky(task: Task) -> None:
@@ -207,7 +191,7 @@ def test_a_flaky_task_succeeds_on_retry(queue: SQLiteTaskQueue) -> None:
     assert task is not None and (task.status, task.error, calls) == ("done", None, [1, 2, 3])
 
 
-def test_an_unknown_kind_fails_with_a_clear_error(queue: SQLiteTaskQueue) -> None:
+def test_an_unknown_kind_fails_with_a_clear_error(queue: TaskQueue) -> None:
     with Scheduler(queue, workers=0) as scheduler:
         task_id = scheduler.submit("nope", {})
     task = queue.get(task_id)
@@ -216,7 +200,7 @@ def test_an_unknown_kind_fails_with_a_clear_error(queue: SQLiteTaskQueue) -> Non
     assert task.error.startswith("ConfigurationError: no handler registered for task kind 'nope'")
 
 
-def test_wait_times_out(queue: SQLiteTaskQueue) -> None:
+def test_wait_times_out(queue: TaskQueue) -> None:
     done: list[str] = []
     with Scheduler(queue, workers=0, poll_s=0.02) as scheduler:
         scheduler.register("k", lambda task: done.append(task.task_id))
@@ -231,7 +215,7 @@ def test_wait_times_out(queue: SQLiteTaskQueue) -> None:
 # -- the scheduler, with worker threads -----------------------------------------------------
 
 
-def test_three_workers_run_each_task_exactly_once(queue: SQLiteTaskQueue) -> None:
+def test_three_workers_run_each_task_exactly_once(queue: TaskQueue) -> None:
     ran: list[tuple[int, int]] = []
     lock = threading.Lock()
 
@@ -252,7 +236,7 @@ def test_three_workers_run_each_task_exactly_once(queue: SQLiteTaskQueue) -> Non
 
 
 def test_close_while_a_task_runs_releases_it_for_the_next_scheduler(
-    queue: SQLiteTaskQueue,
+    queue: TaskQueue,
 ) -> None:
     started, release = threading.Event(), threading.Event()
 
@@ -285,13 +269,13 @@ def test_close_while_a_task_runs_releases_it_for_the_next_scheduler(
 
 
 def test_two_processes_never_run_the_same_task_twice(
-    queue: SQLiteTaskQueue, db: Path, tmp_path: Path
+    queue: TaskQueue, address: str, tmp_path: Path
 ) -> None:
     ids = {queue.submit("job", {"n": n}) for n in range(60)}
     outs = [tmp_path / "a.txt", tmp_path / "b.txt"]
     procs = [
         subprocess.Popen(
-            [sys.executable, str(WORKER), "share", str(db), str(out)],
+            [sys.executable, str(WORKER), "share", address, str(out)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -318,10 +302,10 @@ def test_two_processes_never_run_the_same_task_twice(
     assert queue.outstanding() == 0
 
 
-def test_a_killed_process_loses_no_task(queue: SQLiteTaskQueue, db: Path, tmp_path: Path) -> None:
+def test_a_killed_process_loses_no_task(queue: TaskQueue, address: str, tmp_path: Path) -> None:
     task_id = queue.submit("slow", {"segment": "s1"})
     marker = tmp_path / "started"
-    proc = subprocess.Popen([sys.executable, str(WORKER), "crash", str(db), str(marker)])
+    proc = subprocess.Popen([sys.executable, str(WORKER), "crash", address, str(marker)])
     try:
         deadline = time.monotonic() + 20
         while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:

@@ -9,17 +9,23 @@ thread's reader connection.
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 import time
 from collections.abc import Collection
 from datetime import datetime, timezone
 from typing import Any, cast
 
-from memstrata.errors import ValidationError
 from memstrata.model import from_epoch, new_id
-from memstrata.store import rows
-from memstrata.store.queue import MAX_ERROR_CHARS, TASK_STATUSES, Task, TaskStatus
+from memstrata.store.queue import (
+    LOST_WORKER,
+    Task,
+    TaskStatus,
+    check_non_negative,
+    check_positive,
+    check_status,
+    checked_submit,
+    truncate_error,
+)
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
 _COLUMNS = (
@@ -46,17 +52,6 @@ UPDATE tasks SET status = 'failed', lease_until = NULL, updated_at = :now,
     error = coalesce(error || ' | ', '') || :error
 WHERE {_EXPIRED} AND attempts >= max_attempts
 """
-_LOST_WORKER = (
-    "LeaseExpired: the worker running the last attempt stopped (killed or hung) before finishing"
-)
-
-
-def truncate_error(error: str) -> str:
-    """``error`` cut to ``MAX_ERROR_CHARS``, marking the cut."""
-    if len(error) <= MAX_ERROR_CHARS:
-        return error
-    marker = " … [truncated]"
-    return error[: MAX_ERROR_CHARS - len(marker)] + marker
 
 
 class SQLiteTaskQueue:
@@ -75,7 +70,7 @@ class SQLiteTaskQueue:
         max_attempts: int = 5,
         delay_s: float = 0.0,
     ) -> str:
-        body = _checked_submit(kind, payload, max_attempts, delay_s)
+        body = checked_submit(kind, payload, max_attempts, delay_s)
         now = time.time()
         with self.store.transaction() as conn:
             if dedupe_key is not None:
@@ -91,17 +86,17 @@ class SQLiteTaskQueue:
         return task_id
 
     def claim(self, lease_s: float, *, skip: Collection[str] = ()) -> Task | None:
-        _check_positive("lease_s", lease_s)
+        check_positive("lease_s", lease_s)
         now = time.time()
         skipped = json.dumps(list(skip))
         with self.store.transaction() as conn:
-            conn.execute(_EXHAUSTED, {"now": now, "error": _LOST_WORKER, "skip": skipped})
+            conn.execute(_EXHAUSTED, {"now": now, "error": LOST_WORKER, "skip": skipped})
             params = {"now": now, "lease_until": now + lease_s, "skip": skipped}
             row = conn.execute(_CLAIM, params).fetchone()
         return None if row is None else _task(row)
 
     def renew(self, task_id: str, lease_s: float, *, attempt: int | None = None) -> bool:
-        _check_positive("lease_s", lease_s)
+        check_positive("lease_s", lease_s)
         now = time.time()
         return self._update_running(
             task_id, attempt, "lease_until = ?, updated_at = ?", [now + lease_s, now]
@@ -127,7 +122,7 @@ class SQLiteTaskQueue:
         if retry_in_s is None:
             retry_at = None
         else:
-            _check_non_negative("retry_in_s", retry_in_s)
+            check_non_negative("retry_in_s", retry_in_s)
             retry_at = now + retry_in_s
         # Retry only while attempts remain; the queue enforces max_attempts whatever the caller asks.
         assignments = (
@@ -154,10 +149,7 @@ class SQLiteTaskQueue:
     def tasks(
         self, cube_id: str | None = None, status: TaskStatus | None = None, limit: int = 100
     ) -> list[Task]:
-        if status is not None and status not in TASK_STATUSES:
-            raise ValidationError(
-                f"unknown task status {status!r}", hint=f"use one of {', '.join(TASK_STATUSES)}"
-            )
+        check_status(status)
         where, params = _scope(cube_id, (status,) if status else None)
         sql = (
             f"SELECT {_COLUMNS} FROM tasks WHERE {where} "
@@ -209,32 +201,6 @@ def _scope(cube_id: str | None, statuses: tuple[str, ...] | None) -> tuple[str, 
         clauses.append(f"status IN ({', '.join('?' * len(statuses))})")
         params.extend(statuses)
     return " AND ".join(clauses), params
-
-
-def _checked_submit(kind: str, payload: dict[str, Any], max_attempts: int, delay_s: float) -> str:
-    """Validate a submission; return the payload as JSON."""
-    if not kind or not kind.strip():
-        raise ValidationError("a task needs a kind", hint="e.g. 'promote' or 'summarise'")
-    if max_attempts < 1:
-        raise ValidationError(f"max_attempts must be at least 1, not {max_attempts}")
-    _check_non_negative("delay_s", delay_s)
-    try:
-        return rows.dumps(payload)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(
-            f"task payload is not JSON-serialisable: {exc}",
-            hint="pass ids and plain values, not objects",
-        ) from exc
-
-
-def _check_positive(name: str, value: float) -> None:
-    if not (math.isfinite(value) and value > 0):
-        raise ValidationError(f"{name} must be a positive number of seconds, not {value!r}")
-
-
-def _check_non_negative(name: str, value: float) -> None:
-    if not (math.isfinite(value) and value >= 0):
-        raise ValidationError(f"{name} must be zero or more seconds, not {value!r}")
 
 
 def _task(row: sqlite3.Row) -> Task:

@@ -1,0 +1,254 @@
+"""``TaskQueue`` over Redis Streams, so that worker processes on several machines share one queue.
+
+Due tasks are entries of one stream read through one consumer group: a claim is a delivery
+(XREADGROUP), a running task's entry stays in the group's pending entries list, and it is
+acknowledged (XACK) only when the task is done or has failed for good.  A lease is kept in the
+task's hash and in a sorted set of leases: a worker that dies leaves its entry pending under an
+expired lease, and the next claim takes the entry over (XCLAIM) and runs the task again.
+Delayed tasks (``delay_s``, a retry's backoff) wait in a sorted set until due.  Each change is one
+Lua script (``scripts``), so two processes never get the same claim and the attempt fencing holds.
+The semantics are ``SQLiteTaskQueue``'s, method for method.
+
+Times are ``time.time()`` of the calling process, as with SQLite, so machines sharing a queue must
+share a clock (NTP).  Redis errors are raised as ``StorageError`` with one line naming the server
+(its password hidden).  Thread-safe: the client's connection pool serves every thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit, urlunsplit
+
+from memstrata.closing import Closing
+from memstrata.errors import ConfigurationError, StorageError
+from memstrata.model import new_id
+from memstrata.store.queue import (
+    LOST_WORKER,
+    OUTSTANDING,
+    Task,
+    TaskStatus,
+    check_non_negative,
+    check_positive,
+    check_status,
+    checked_submit,
+    truncate_error,
+)
+from memstrata.store.redis import scripts
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+#: Seconds to wait for a connection, and for a command's answer (a URL's own options win).
+CONNECT_TIMEOUT_S = 5.0
+COMMAND_TIMEOUT_S = 30.0
+
+
+class RedisTaskQueue(Closing):
+    """``TaskQueue`` on the Redis at ``url`` (``redis://`` or ``rediss://``), its keys under
+    ``prefix`` (see ``scripts``).  Connects at once: ``StorageError`` when the server cannot be
+    reached, ``ConfigurationError`` when the ``redis`` package is missing or the URL is not one.
+
+    ``consumer`` names this process in the consumer group (default: host, pid and a random tag).
+    """
+
+    def __init__(self, url: str, *, prefix: str = "memstrata", consumer: str | None = None) -> None:
+        self.where = _redacted(url)
+        self.prefix = prefix
+        self.consumer = consumer or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        redis = _redis_module()
+        try:
+            self._client: Redis = redis.Redis.from_url(
+                url,
+                decode_responses=True,
+                socket_connect_timeout=CONNECT_TIMEOUT_S,
+                socket_timeout=COMMAND_TIMEOUT_S,
+            )
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"not a Redis URL: {self.where} ({exc})", hint="e.g. redis://127.0.0.1:6379/0"
+            ) from exc
+        self._scripts = {
+            name: self._client.register_script(getattr(scripts, name))
+            for name in ("SUBMIT", "CLAIM", "RENEW", "COMPLETE", "FAIL", "RELEASE", "TASKS")
+        }
+        with self._errors():
+            self._client.ping()
+
+    def submit(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        cube_id: str | None = None,
+        dedupe_key: str | None = None,
+        max_attempts: int = 5,
+        delay_s: float = 0.0,
+    ) -> str:
+        body = checked_submit(kind, payload, max_attempts, delay_s)
+        now = time.time()
+        fields = {
+            "task_id": new_id(), "kind": kind, "cube_id": cube_id, "payload": body,
+            "status": "pending", "attempts": "0", "max_attempts": str(max_attempts),
+            "run_after": repr(now + delay_s), "created_at": repr(now), "updated_at": repr(now),
+            "dedupe_key": dedupe_key,
+        }  # fmt: skip
+        present = {name: value for name, value in fields.items() if value is not None}
+        return str(self._run("SUBMIT", repr(now), json.dumps(present)))
+
+    def claim(self, lease_s: float, *, skip: Collection[str] = ()) -> Task | None:
+        check_positive("lease_s", lease_s)
+        now = time.time()
+        found = self._run(
+            "CLAIM", repr(now), repr(now + lease_s), self.consumer, LOST_WORKER, *skip
+        )
+        return None if found is None else _task(found)
+
+    def renew(self, task_id: str, lease_s: float, *, attempt: int | None = None) -> bool:
+        check_positive("lease_s", lease_s)
+        now = time.time()
+        return self._change("RENEW", task_id, attempt, now, repr(now + lease_s), self.consumer)
+
+    def complete(self, task_id: str, *, attempt: int | None = None) -> bool:
+        return self._change("COMPLETE", task_id, attempt, time.time())
+
+    def fail(
+        self,
+        task_id: str,
+        error: str,
+        retry_in_s: float | None,
+        *,
+        attempt: int | None = None,
+    ) -> bool:
+        now = time.time()
+        retry_at = ""
+        if retry_in_s is not None:
+            check_non_negative("retry_in_s", retry_in_s)
+            retry_at = repr(now + retry_in_s)
+        return self._change("FAIL", task_id, attempt, now, truncate_error(error), retry_at)
+
+    def release(self, task_id: str, *, attempt: int | None = None) -> bool:
+        return self._change("RELEASE", task_id, attempt, time.time())
+
+    def get(self, task_id: str) -> Task | None:
+        with self._errors():
+            fields = cast(dict[str, str], self._client.hgetall(self._key("task", task_id)))
+        return _task_from(fields) if fields else None
+
+    def tasks(
+        self, cube_id: str | None = None, status: TaskStatus | None = None, limit: int = 100
+    ) -> list[Task]:
+        check_status(status)
+        if limit == 0:
+            return []
+        last = -1 if limit < 0 else limit - 1  # as SQLite's LIMIT: a negative one is no limit
+        found = self._run("TASKS", self._index(status or "all", cube_id), str(last))
+        return [_task(flat) for flat in found]
+
+    def outstanding(self, cube_id: str | None = None) -> int:
+        with self._errors(), self._client.pipeline(transaction=True) as pipe:
+            for status in OUTSTANDING:
+                pipe.zcard(self._index(status, cube_id))
+            return sum(int(count) for count in pipe.execute())
+
+    def close(self) -> None:
+        """Leave the consumer group (when this process holds no entry) and disconnect.
+
+        Idempotent; a Redis gone by now is not an error (there is nothing left to tidy).
+        """
+        forget = self._client.register_script(scripts.FORGET_CONSUMER)
+        try:
+            forget(args=[self.prefix, self.consumer])
+        except _redis_module().RedisError:
+            pass
+        self._client.close()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _change(
+        self, script: str, task_id: str, attempt: int | None, now: float, *rest: str
+    ) -> bool:
+        """Run one of the fenced scripts on a running task; whether it changed it."""
+        fence = "" if attempt is None else str(attempt)
+        return bool(self._run(script, task_id, fence, repr(now), *rest))
+
+    def _run(self, script: str, *args: str) -> Any:
+        with self._errors():
+            return self._scripts[script](args=[self.prefix, *args])
+
+    def _key(self, *parts: str) -> str:
+        return ":".join((self.prefix, *parts))
+
+    def _index(self, bucket: str, cube_id: str | None) -> str:
+        return self._key("by", bucket) if cube_id is None else self._key("by", bucket, cube_id)
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Raise Redis's errors as ``StorageError``, in one line that names the server."""
+        redis = _redis_module()
+        try:
+            yield
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise StorageError(f"cannot reach Redis at {self.where}: {_line(exc)}") from exc
+        except redis.RedisError as exc:
+            raise StorageError(f"Redis at {self.where} failed: {_line(exc)}") from exc
+
+
+def _redis_module() -> Any:
+    """The ``redis`` package, imported on first use so memstrata imports without it."""
+    try:
+        import redis
+    except ImportError as exc:
+        raise ConfigurationError(
+            "the Redis task queue needs the redis package", hint="pip install 'memstrata[redis]'"
+        ) from exc
+    return redis
+
+
+def _redacted(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``, fit for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+def _line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _task(flat: list[str]) -> Task:
+    """A task from a script's reply: the hash as a flat list of names and values."""
+    return _task_from(dict(zip(flat[::2], flat[1::2], strict=True)))
+
+
+def _task_from(fields: dict[str, str]) -> Task:
+    lease_until = fields.get("lease_until")
+    return Task(
+        task_id=fields["task_id"],
+        kind=fields["kind"],
+        cube_id=fields.get("cube_id"),
+        payload=json.loads(fields["payload"]),
+        status=cast(TaskStatus, fields["status"]),
+        attempts=int(fields["attempts"]),
+        max_attempts=int(fields["max_attempts"]),
+        run_after=_when(fields["run_after"]),
+        lease_until=None if lease_until is None else _when(lease_until),
+        error=fields.get("error"),
+        created_at=_when(fields["created_at"]),
+        updated_at=_when(fields["updated_at"]),
+        dedupe_key=fields.get("dedupe_key"),
+    )
+
+
+def _when(seconds: str) -> datetime:
+    return datetime.fromtimestamp(float(seconds), timezone.utc)

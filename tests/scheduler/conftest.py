@@ -1,0 +1,48 @@
+"""The queues under test: every queue test runs against the SQLite queue and the Redis queue
+(the Redis one is skipped, or fails in CI, without a test server: ``tests/services.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memstrata.scheduler import TaskQueue
+from memstrata.store.redis import RedisTaskQueue
+from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue
+from tests.services import fresh_redis
+
+QUEUES = ["sqlite", "redis"]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "tasks.db"
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(db)
+    yield s
+    s.close()
+
+
+@pytest.fixture(params=QUEUES)
+def address(request: pytest.FixtureRequest, db: Path) -> Iterator[str]:
+    """Where the queue lives, as ``tests/scheduler/task_worker.py`` takes it: the SQLite file,
+    or the URL of an emptied Redis database."""
+    if request.param == "sqlite":
+        yield str(db)
+    else:
+        with fresh_redis() as url:
+            yield url
+
+
+@pytest.fixture
+def queue(address: str, store: SQLiteStore) -> Iterator[TaskQueue]:
+    if not address.startswith("redis://"):
+        yield SQLiteTaskQueue(store)
+        return
+    with RedisTaskQueue(address) as redis_queue:
+        yield redis_queue
