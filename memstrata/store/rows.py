@@ -124,6 +124,12 @@ def to_datetime(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, timezone.utc)
 
 
+def fingerprint_dim(fingerprint: str | None) -> int:
+    """The dimension at the end of a ``model_id/dim`` fingerprint (0 when there is none)."""
+    tail = (fingerprint or "").rpartition("/")[2]
+    return int(tail) if tail.isdigit() else 0
+
+
 def user_from_row(row: Sequence[Any]) -> User:
     user_id, name, role, created_at = row
     return User(user_id=user_id, name=name, role=role, created_at=to_datetime(created_at))
@@ -172,3 +178,34 @@ def event_from_row(row: Sequence[Any]) -> Event:
 def fts_body(item: MemoryItem) -> str:
     """What the full-text index holds for an item: its text, key and keywords (cube-prefixed)."""
     return index_body(" ".join([item.text, item.key or "", *item.keywords]), item.cube_id)
+
+
+def changes(old: MemoryItem, new: MemoryItem) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The fields that changed, before and after (bookkeeping fields left out).
+
+    A list that only grew at its end (a segment's pages, as each page joins) is recorded as
+    ``"<field>+": [the new entries]``, not twice in full: else a segment of n pages would write
+    events of O(n) size n times.
+    """
+    a, b = item_to_dict(old), item_to_dict(new)
+    before: dict[str, Any] = {}
+    after: dict[str, Any] = {}
+    for k in a:
+        if a[k] == b[k] or k in ("version", "updated_at"):
+            continue
+        grown = _appended(a[k], b[k])
+        if grown is not None:
+            after[k + "+"] = grown
+        else:
+            before[k], after[k] = a[k], b[k]
+    return before, after
+
+
+def _appended(old: Any, new: Any) -> list[Any] | None:
+    """What was added at the end of a (JSON-encoded) non-empty list, or None for other changes."""
+    if not (isinstance(old, str) and isinstance(new, str) and old.startswith("[")):
+        return None
+    was, now = json.loads(old), json.loads(new)
+    if not was or not isinstance(now, list) or now[: len(was)] != was:
+        return None
+    return list(now[len(was) :])

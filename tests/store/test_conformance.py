@@ -1,11 +1,10 @@
-"""The Store contract, run against every backend (today: SQLite).
+"""The Store contract, run against every backend (SQLite, and PostgreSQL when one is available).
 
 Vectors here are hand-made unit vectors: the store stores and compares them, it never embeds.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -18,21 +17,26 @@ from memstrata.errors import AlreadyExists, ConflictError, ItemNotFound, Storage
 from memstrata.filters import Filters
 from memstrata.model import Cube, Grant, MemoryItem, Source, User, new_id
 from memstrata.store.base import Store
-from memstrata.store.sqlite import SQLiteStore
+from tests.store.backends import ENGINES, Backend, backend
 
 DIM = 8
 FP = "test-model/8"
 
 
-@pytest.fixture(params=["sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    backend = SQLiteStore(tmp_path / "store.db")
-    backend.put_user(User("u1"))
-    backend.put_user(User("u2"))
-    backend.put_cube(Cube("c1", "one", owner="u1", embedder=FP))
-    backend.put_cube(Cube("c2", "two", owner="u2", embedder=FP))
-    yield backend
-    backend.close()
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    with backend(request.param, tmp_path) as found:
+        yield found
+
+
+@pytest.fixture
+def store(engine: Backend) -> Store:
+    opened = engine.open()
+    opened.put_user(User("u1"))
+    opened.put_user(User("u2"))
+    opened.put_cube(Cube("c1", "one", owner="u1", embedder=FP))
+    opened.put_cube(Cube("c2", "two", owner="u2", embedder=FP))
+    return opened
 
 
 def unit(*hot: int) -> np.ndarray:
@@ -182,14 +186,12 @@ def test_status_changes_reach_the_vector_mirror(store: Store) -> None:
     assert store.keyword_search("a", ["c1"], Filters(), 10) == []
 
 
-def test_writes_from_another_connection_are_seen(store: Store, tmp_path: Path) -> None:
+def test_writes_from_another_connection_are_seen(store: Store, engine: Backend) -> None:
     add(store, (item("first"), unit(0)))
     assert len(store.vector_search(unit(0), ["c1"], Filters(), 10)) == 1
-    other = SQLiteStore(tmp_path / "store.db")
-    try:
-        other.add_items([item("second")], np.stack([unit(1)]), FP)
-    finally:
-        other.close()
+    other = engine.open()
+    other.add_items([item("second")], np.stack([unit(1)]), FP)
+    other.close()
     assert len(store.vector_search(unit(1), ["c1"], Filters(), 10)) == 2
 
 
@@ -204,17 +206,14 @@ def test_replace_vectors_changes_dimension(store: Store) -> None:
     assert found[0] == (ids[1], pytest.approx(1.0))
 
 
-def test_events_are_append_only(store: Store, tmp_path: Path) -> None:
+def test_events_are_append_only(store: Store, engine: Backend) -> None:
     add(store, (item("x"), unit(0)))
-    conn = sqlite3.connect(tmp_path / "store.db")
-    try:
-        with pytest.raises(sqlite3.IntegrityError):
+    with engine.raw() as conn:
+        with pytest.raises(engine.refused, match="append-only"):
             conn.execute("DELETE FROM events")
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(engine.refused, match="append-only"):
             conn.execute("UPDATE events SET op = 'forged'")
         conn.execute("UPDATE events SET after = NULL WHERE op = 'create'")  # erasure may blank
-    finally:
-        conn.close()
 
 
 def test_meta(store: Store) -> None:
@@ -335,7 +334,9 @@ def test_llm_usage_adds_up_per_cube_and_goes_with_the_cube(store: Store) -> None
     assert store.llm_usage("c1")["calls"] == 0 and store.llm_usage("c2")["calls"] == 1
 
 
-def test_a_cube_read_whole_is_inserted_identically_elsewhere(store: Store, tmp_path: Path) -> None:
+def test_a_cube_read_whole_is_inserted_identically_elsewhere(
+    store: Store, engine: Backend, tmp_path: Path
+) -> None:
     ids = add(store, (item("a", session_id="s"), unit(0)), (item("b", session_id="s"), unit(1)))
     (cur,) = store.get_items([ids[0]])
     store.update_item(replace(cur, text="a2"), unit(2), op="update", actor="u1")
@@ -343,7 +344,7 @@ def test_a_cube_read_whole_is_inserted_identically_elsewhere(store: Store, tmp_p
     assert [i.id for i in data.items] == sorted(ids) and data.vector_ids == sorted(ids)
     with pytest.raises(AlreadyExists):
         store.check_free(data)
-    other = SQLiteStore(tmp_path / "other.db")
+    other = engine.other()
     try:
         other.put_user(User("u1"))
         other.check_free(data)
@@ -355,7 +356,8 @@ def test_a_cube_read_whole_is_inserted_identically_elsewhere(store: Store, tmp_p
         assert [e.op for e in other.events(cube_id="c1")][-1] == "import"
         assert [f[0] for f in other.keyword_search("b", ["c1"], Filters(), 5)] == [ids[1]]
         assert other.vector_search(unit(2), ["c1"], Filters(), 1)[0][0] == ids[0]
-        assert other.artifact_dir("c1") == tmp_path / "other.db.artifacts" / "c1"
+        where = "other.db.artifacts" if engine.name == "sqlite" else "other"
+        assert other.artifact_dir("c1") == tmp_path / where / "c1"
     finally:
         other.close()
 

@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from memstrata.errors import MemstrataError, NotOurDatabase, SchemaTooNew, StorageError
+from memstrata.store.postings import PostingsCache
 from memstrata.store.sqlite import schema
 from memstrata.store.sqlite.vectors import VectorCache
 
-#: Seconds a term's posting count is remembered for choosing query terms (see ``search.py``).
-POSTINGS_TTL_S = 60.0
-POSTINGS_CACHE_SIZE = 50_000
 # A server has a reader per request thread, up to 40 (anyio's pool), so what each caches is
 # multiplied by 40; under a soak (bench/soak.py) the readers' caches filled for minutes and the
 # server's RSS rose with them.  The writer, one connection, keeps the defaults.
@@ -51,36 +48,6 @@ def memory_uri() -> str:
     kept in memory too (see ``SQLiteDatabase``).
     """
     return f"file:memstrata-scratch-{uuid.uuid4().hex}?mode=memory&cache=shared"
-
-
-class PostingsCache:
-    """Term posting counts with their age: ``(cube prefixes, term) → (count, monotonic time)``.
-
-    Thread-safe.  Counts only choose which query terms to keep, so one a little stale is
-    harmless; writes that remove content (erasure, cube deletion) clear it all the same.
-    """
-
-    def __init__(self) -> None:
-        self._counts: dict[tuple[tuple[str, ...], str], tuple[int, float]] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[tuple[str, ...], str]) -> int | None:
-        """The count remembered for ``key`` if younger than ``POSTINGS_TTL_S``, else None."""
-        with self._lock:
-            found = self._counts.get(key)
-        if found is None or time.monotonic() - found[1] >= POSTINGS_TTL_S:
-            return None
-        return found[0]
-
-    def put(self, key: tuple[tuple[str, ...], str], count: int) -> None:
-        with self._lock:
-            if len(self._counts) >= POSTINGS_CACHE_SIZE:
-                self._counts.clear()  # crude, but bounded and rare
-            self._counts[key] = (count, time.monotonic())
-
-    def clear(self) -> None:
-        with self._lock:
-            self._counts.clear()
 
 
 class SQLiteDatabase:

@@ -161,17 +161,11 @@ def _vectors(
             f"cube {cube_id!r} holds vectors of {stray} besides {embedder}",
             hint="re-embed the cube (memstrata cubes reembed) before exporting it",
         )
-    dim = len(found[0][2]) // 4 if found else _dim(embedder)
+    dim = len(found[0][2]) // 4 if found else rows.fingerprint_dim(embedder)
     if any(len(r[2]) != 4 * dim for r in found):
         raise StorageError(f"cube {cube_id!r} holds vectors of different lengths")
     matrix = np.frombuffer(b"".join(r[2] for r in found), dtype=np.float32)
     return [r[0] for r in found], matrix.reshape(len(found), dim)
-
-
-def _dim(fingerprint: str | None) -> int:
-    """The dimension at the end of a ``model_id/dim`` fingerprint (0 when there is none)."""
-    tail = (fingerprint or "").rpartition("/")[2]
-    return int(tail) if tail.isdigit() else 0
 
 
 def _artifacts(conn: sqlite3.Connection, base: Path, cube_id: str) -> list[Artifact]:

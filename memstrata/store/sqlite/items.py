@@ -85,7 +85,7 @@ class SQLiteItems(SQLiteDatabase):
             _rewrite(conn, row["rid"], old, new, vector)
             if snapshot:
                 writes.version(conn, new, actor, reason)
-            before, after = _diff(old, new)
+            before, after = rows.changes(old, new)
             writes.event(conn, actor, new.cube_id, new.id, op, before=before, after=after,
                          version=new.version, reason=reason)  # fmt: skip
         return new
@@ -251,34 +251,3 @@ def _existing(
             hint="use update() to change it, or another id",
         )
     return hit[0]
-
-
-def _diff(old: MemoryItem, new: MemoryItem) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The fields that changed, before and after (bookkeeping fields left out).
-
-    A list that only grew at its end (a segment's pages, as each page joins) is recorded as
-    ``"<field>+": [the new entries]``, not twice in full: else a segment of n pages would write
-    events of O(n) size n times.
-    """
-    a, b = rows.item_to_dict(old), rows.item_to_dict(new)
-    before: dict[str, Any] = {}
-    after: dict[str, Any] = {}
-    for k in a:
-        if a[k] == b[k] or k in ("version", "updated_at"):
-            continue
-        grown = _appended(a[k], b[k])
-        if grown is not None:
-            after[k + "+"] = grown
-        else:
-            before[k], after[k] = a[k], b[k]
-    return before, after
-
-
-def _appended(old: Any, new: Any) -> list[Any] | None:
-    """What was added at the end of a (JSON-encoded) non-empty list, or None for other changes."""
-    if not (isinstance(old, str) and isinstance(new, str) and old.startswith("[")):
-        return None
-    was, now = json.loads(old), json.loads(new)
-    if not was or not isinstance(now, list) or now[: len(was)] != was:
-        return None
-    return list(now[len(was) :])

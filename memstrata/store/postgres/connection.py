@@ -1,0 +1,277 @@
+"""The connections of one PostgreSQL database: what every part of ``PostgresStore`` stands on.
+
+A pool of connections (psycopg 3, ``psycopg_pool``) in autocommit mode: a read is one statement
+on any pooled connection; a write is one explicit transaction (``transaction()``), committed
+before the method returns, so an acknowledged write is durable.  Writers run concurrently and
+rely on PostgreSQL's row locks (an update reads its row ``FOR UPDATE``); a thread already inside
+a transaction reuses its connection, so nested writes join the outer transaction and reads see
+its rows.  Any number of processes may share the database; nothing is cached that another
+process could make stale except term posting counts and BM25's collection statistics, which are
+kept a minute (they only weigh query terms).
+
+Errors leave as ``memstrata.errors`` types: an unreachable server, a missing ``vector``
+extension or a schema newer than this code is one ``StorageError`` line at open.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from memstrata.errors import ConfigurationError, MemstrataError, SchemaTooNew, StorageError
+from memstrata.store.postgres import schema
+from memstrata.store.postings import POSTINGS_TTL_S, PostingsCache
+
+try:
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+except ImportError as missing:  # pragma: no cover - depends on the extra
+    raise ConfigurationError(
+        f"the PostgreSQL store needs psycopg: {missing}",
+        hint="pip install 'memstrata[postgres]'",
+    ) from missing
+
+#: Connections in the pool (a server's request threads wait for one when all are busy).
+POOL_SIZE = 16
+#: Seconds to wait for a pooled connection, or for the server at open.
+CONNECT_TIMEOUT_S = 10.0
+# HNSW searches with a filter keep scanning the graph until enough rows pass it, in exact order
+# (pgvector ≥ 0.8); ef_search is the candidate list per step (recall against the exact scan is
+# measured by bench/scale.py).
+_SESSION = ("SET hnsw.iterative_scan = strict_order", "SET hnsw.ef_search = 100")
+
+
+def describe(dsn: str) -> str:
+    """``dsn`` without its password: ``postgresql://user@host:port/dbname``."""
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigurationError(f"not a PostgreSQL address: {exc}") from exc
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    host = parts.get("host") or "localhost"
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"postgresql://{user}{host}{port}/{parts.get('dbname', '')}"
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of a driver error (psycopg's messages run over several lines)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class PostgresDatabase:
+    """One PostgreSQL database: its pool, transactions, meta settings and search caches.
+
+    Thread-safe; any number of processes may share the database.  The Protocol parts of
+    ``PostgresStore`` are subclasses of this class, so they share one pool.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        pool_size: int = POOL_SIZE,
+        keyword_max_postings: int = 5000,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    ) -> None:
+        """Connect to ``dsn`` (creating the ``vector`` extension and the schema when missing).
+
+        Raises ``StorageError`` (unreachable server, no pgvector, failed migration) or
+        ``SchemaTooNew``.
+        """
+        self.dsn = dsn
+        self.where = describe(dsn)
+        self._max_postings = keyword_max_postings
+        self._postings = PostingsCache()
+        self._stats: tuple[float, float, float] | None = None  # (monotonic time, N, avgdl)
+        self._indexed = 0  # items this process indexed since the statistics were read
+        self._local = threading.local()
+        self._timeout = connect_timeout_s
+        self._prepare()
+        self._pool: ConnectionPool[Any] | None = ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=pool_size,
+            kwargs={"autocommit": True},
+            configure=self._configure,
+            timeout=connect_timeout_s,
+            open=False,
+            name=f"memstrata {self.where}",
+        )
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout_s)
+        except psycopg.Error as exc:
+            raise StorageError(
+                f"cannot reach PostgreSQL at {self.where}: {first_line(exc)}"
+            ) from exc
+
+    # -- connections -------------------------------------------------------------------------
+
+    @staticmethod
+    def _configure(conn: Any) -> None:
+        for statement in _SESSION:
+            conn.execute(statement)
+
+    def _connect(self) -> Any:
+        """A new connection outside the pool (autocommit), for set-up and scratch work."""
+        try:
+            conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=int(self._timeout))
+        except psycopg.Error as exc:
+            raise StorageError(
+                f"cannot reach PostgreSQL at {self.where}: {first_line(exc)}",
+                hint="check that the server runs and the address (MEMSTRATA_DB) is right",
+            ) from exc
+        return conn
+
+    def _prepare(self) -> None:
+        """Create the ``vector`` extension if needed and migrate the schema forward."""
+        with self._connect() as conn:
+            try:
+                if not conn.execute(
+                    "SELECT 1 FROM pg_extension WHERE extname = 'vector'"
+                ).fetchone():
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except psycopg.Error as exc:
+                raise StorageError(
+                    f"PostgreSQL at {self.where} has no pgvector extension: {first_line(exc)}",
+                    hint="install pgvector on the server, or CREATE EXTENSION vector as a superuser",
+                ) from exc
+            try:
+                found = schema.current_version(conn)
+                if found > schema.LATEST:
+                    raise SchemaTooNew(self.where, found, schema.LATEST)
+                if found < schema.LATEST:
+                    with conn.transaction():
+                        schema.migrate(conn)
+            except psycopg.Error as exc:
+                raise StorageError(f"cannot set up {self.where}: {first_line(exc)}") from exc
+
+    @contextmanager
+    def _acquire(self) -> Iterator[Any]:
+        """A connection for one use: from the pool (a scratch index has one of its own)."""
+        if self._pool is None:
+            raise StorageError(f"the store of {self.where} is closed")
+        with self._pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A connection to read with: this thread's open transaction's, else a pooled one."""
+        held = getattr(self._local, "conn", None)
+        if held is not None:
+            yield held
+            return
+        try:
+            with self._acquire() as conn:
+                yield conn
+        except MemstrataError:
+            raise
+        except psycopg.Error as exc:
+            raise StorageError(f"reading {self.where} failed: {first_line(exc)}") from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One write transaction (nested uses join the outer one); committed before returning."""
+        held = getattr(self._local, "conn", None)
+        if held is not None:
+            yield held
+            return
+        try:
+            with self._acquire() as conn, conn.transaction():
+                self._local.conn = conn
+                try:
+                    yield conn
+                finally:
+                    self._local.conn = None
+        except MemstrataError:
+            raise
+        except psycopg.Error as exc:
+            raise StorageError(f"write to {self.where} failed: {first_line(exc)}") from exc
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Any]:
+        """A connection inside one read-only repeatable-read transaction: one consistent view
+        however many queries are made, while others write."""
+        if getattr(self._local, "conn", None) is not None:
+            yield self._local.conn
+            return
+        try:
+            with self._acquire() as conn, conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                self._local.conn = conn
+                try:
+                    yield conn
+                finally:
+                    self._local.conn = None
+        except MemstrataError:
+            raise
+        except psycopg.Error as exc:
+            raise StorageError(f"reading {self.where} failed: {first_line(exc)}") from exc
+
+    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
+        """Every row of one read, as tuples."""
+        with self.connection() as conn:
+            return list(conn.execute(sql, params).fetchall())
+
+    def dict_rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
+        """Every row of one read, as dicts (what ``rows.item_from_dict`` takes)."""
+        with self.connection() as conn:
+            return list(conn.cursor(row_factory=dict_row).execute(sql, params).fetchall())
+
+    def row(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any | None:
+        """The first row of one read (a tuple), or None."""
+        with self.connection() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def close(self) -> None:
+        """Close the pool; the store is unusable afterwards."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def _forget(self, cube_ids: Iterable[str]) -> None:
+        """Drop what the caches know (after a write that removed content)."""
+        del cube_ids  # the caches are not per cube
+        self._postings.clear()
+        self._stats = None
+
+    def collection_stats(self) -> tuple[float, float]:
+        """(indexed items, their mean term count) for BM25.
+
+        Counted again after ``POSTINGS_TTL_S`` (other processes' writes), or once this process
+        has indexed more than 1 % of the items since (a small store's searches see their own
+        writes weighed in; a large one's do not count all items after every add).
+        """
+        stats = self._stats
+        if (
+            stats is None
+            or time.monotonic() - stats[0] >= POSTINGS_TTL_S
+            or self._indexed > stats[1] / 100
+        ):
+            self._indexed = 0
+            found = self.row("SELECT count(*), avg(doclen) FROM items WHERE tsv IS NOT NULL")
+            count, mean = (found or (0, None))[:2]
+            stats = (time.monotonic(), float(count), float(mean or 0.0))
+            self._stats = stats
+        return stats[1], stats[2]
+
+    # -- meta --------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """The database-level setting ``key`` (the embedder it was made with, …), or None."""
+        found = self.row("SELECT value FROM meta WHERE key = %s", (key,))
+        return None if found is None else str(found[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set the database-level setting ``key``."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (%s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )

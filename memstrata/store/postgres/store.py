@@ -1,0 +1,58 @@
+"""The scale-out backend: PostgreSQL with pgvector (DESIGN §7), for many processes on many
+machines.
+
+``PostgresStore`` is composed of one class per Protocol of ``memstrata.store.base``, all standing
+on the same ``PostgresDatabase`` (a connection pool; see ``connection.py``), module for module as
+``SQLiteStore`` is:
+
+=================  ========================  ===============
+Protocol           class                     module
+=================  ========================  ===============
+PrincipalStore     ``PostgresPrincipals``    principals.py
+CubeStore          ``PostgresCubes``         cubes.py
+ItemStore          ``PostgresItems``         items.py
+SearchIndex        ``PostgresSearch``        search.py
+HistoryStore       ``PostgresHistory``       history.py
+ErasureStore       ``PostgresErasure``       erasure.py
+UsageStore         ``PostgresUsage``         usage.py
+ArchiveStore       ``PostgresArchive``       interchange.py
+=================  ========================  ===============
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memstrata.store.postgres.cubes import PostgresCubes
+from memstrata.store.postgres.erasure import PostgresErasure
+from memstrata.store.postgres.history import PostgresHistory
+from memstrata.store.postgres.interchange import PostgresArchive
+from memstrata.store.postgres.principals import PostgresPrincipals
+from memstrata.store.postgres.search import PostgresSearch
+from memstrata.store.postgres.usage import PostgresUsage
+
+
+class PostgresStore(
+    PostgresPrincipals,
+    PostgresCubes,
+    PostgresSearch,
+    PostgresHistory,
+    PostgresErasure,
+    PostgresUsage,
+    PostgresArchive,
+):
+    """``Store`` over one PostgreSQL database (``postgresql://…``).  Thread-safe; any number of
+    processes may share it.
+
+    ``PostgresStore(dsn, pool_size=…, keyword_max_postings=…, artifacts_dir=…)``.
+    """
+
+    def __init__(self, dsn: str, *, artifacts_dir: str | Path | None = None, **options: Any):
+        super().__init__(dsn, **options)
+        self.artifacts_dir = None if artifacts_dir is None else Path(artifacts_dir)
+
+
+def is_postgres(address: str) -> bool:
+    """Whether a database address names a PostgreSQL server rather than an SQLite file."""
+    return address.startswith(("postgresql://", "postgres://"))
