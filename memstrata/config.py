@@ -66,6 +66,12 @@ class Settings:
         default=30.0,
         metadata=_help("seconds a task is leased to a worker before others may retry it"),
     )
+    redis_url: str | None = field(
+        default=None,
+        metadata=_help(
+            "Redis URL (redis://…) of the task queue; unset: tasks are stored in the database"
+        ),
+    )
     busy_timeout_ms: int = field(default=10000, metadata=_help("SQLite busy timeout"))
     rrf_k: int = field(
         default=20,
