@@ -11,7 +11,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from memstrata.config import Settings
 from memstrata.errors import ConfigurationError, StorageError
+from memstrata.scheduler.queues import make_queue
 from memstrata.store.redis import RedisTaskQueue
 from tests.services import fresh_redis
 
@@ -117,3 +119,11 @@ def test_closing_leaves_the_consumer_group_unless_it_holds_an_entry(
     idle.close()
     busy.close()  # its entry stays pending under its name, to be claimed once the lease ends
     assert consumers() == {busy.consumer}
+
+
+def test_the_setting_chooses_the_queue(url: str) -> None:
+    assert make_queue(Settings.load(environ={})) is None
+    assert make_queue(Settings.load(environ={"MEMSTRATA_REDIS_URL": ""})) is None
+    queue = make_queue(Settings.load(environ={"MEMSTRATA_REDIS_URL": url}))
+    assert isinstance(queue, RedisTaskQueue)
+    queue.close()
