@@ -39,7 +39,10 @@ def _help(text: str) -> Any:
 class Settings:
     """Every tunable of memstrata, with a default that works offline."""
 
-    db: str = field(default_factory=default_db_path, metadata=_help("SQLite database file"))
+    db: str = field(
+        default_factory=default_db_path,
+        metadata=_help("SQLite database file, or a PostgreSQL address (postgresql://…)"),
+    )
     embedder: str | None = field(
         default=None,
         metadata=_help(
@@ -73,6 +76,16 @@ class Settings:
         ),
     )
     busy_timeout_ms: int = field(default=10000, metadata=_help("SQLite busy timeout"))
+    pool_size: int = field(
+        default=16, metadata=_help("PostgreSQL connections per process (a pool)")
+    )
+    artifacts_dir: str | None = field(
+        default=None,
+        metadata=_help(
+            "where cube artifacts (KV caches, adapters) are kept with PostgreSQL; "
+            "SQLite keeps them beside its file"
+        ),
+    )
     rrf_k: int = field(
         default=20,
         metadata=_help("reciprocal rank fusion constant (20: best of 10/20/60 on LoCoMo dev)"),

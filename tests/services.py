@@ -44,9 +44,11 @@ def redis_server() -> str:
 
 
 def _with_database(dsn: str, name: str) -> str:
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    """``dsn`` (a ``postgresql://`` URL) naming database ``name`` instead."""
+    from urllib.parse import urlsplit, urlunsplit
 
-    return make_conninfo(**{**conninfo_to_dict(dsn), "dbname": name})
+    parts = urlsplit(dsn)
+    return urlunsplit(parts._replace(path=f"/{name}"))
 
 
 @contextmanager
@@ -59,7 +61,9 @@ def fresh_database() -> Iterator[str]:
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield _with_database(server, name)
+        dsn = _with_database(server, name)
+        assert dsn.startswith("postgresql://"), dsn  # never taken for a file name
+        yield dsn
     finally:
         with psycopg.connect(server, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

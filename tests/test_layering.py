@@ -52,7 +52,8 @@ RANKS: dict[str, int] = {
     "memcube": 3,
     "embed": 3,
     "llm": 3,
-    # 4 - storage: narrow Protocols (store/base.py, store/queue.py) and the SQLite engine
+    # 4 - storage: narrow Protocols (store/base.py, store/queue.py), the SQLite and PostgreSQL
+    #     engines, the Redis task queue
     "store": 4,
     # 5 - retrieval over the store, readers (text -> findings), the task runner
     "retrieval": 5,

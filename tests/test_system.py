@@ -1,4 +1,5 @@
-"""MemoryOS against the real SQLite store and the real default embedder (e5)."""
+"""MemoryOS against the real stores (SQLite, and PostgreSQL when a test server is available) and
+the real default embedder (e5)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from memstrata.errors import (
     ValidationError,
 )
 from tests.conftest import row_counts
+
+pytestmark = pytest.mark.engines("sqlite", "postgres")
 
 CONVERSATION = [
     {"role": "user", "name": "Ann", "content": "I adopted a beagle puppy named Biscuit.",
@@ -223,13 +226,13 @@ BAD_CALLS = {
 
 @pytest.mark.parametrize("case", sorted(BAD_CALLS))
 def test_bad_input_is_a_typed_error_that_changes_nothing(
-    mos: MemoryOS, alice_cube: str, db_path: Path, case: str
+    mos: MemoryOS, alice_cube: str, database: str, case: str
 ) -> None:
-    before = row_counts(db_path)
+    before = row_counts(database)
     with pytest.raises(MemstrataError) as info:
         BAD_CALLS[case](mos)
     assert info.value.hint or info.value.message  # says what happened / what to do
-    assert row_counts(db_path) == before
+    assert row_counts(database) == before
 
 
 def test_error_types(mos: MemoryOS, alice_cube: str) -> None:
@@ -273,11 +276,11 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_two_processes_share_one_file(mos: MemoryOS, alice_cube: str, db_path: Path) -> None:
+def test_two_processes_share_one_database(mos: MemoryOS, alice_cube: str, database: str) -> None:
     mos.add("the parent wrote this first", user_id="alice", cube_id=alice_cube)
     assert len(mos.search("note", user_id="alice")) == 1  # the vector mirror is now warm
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(db_path), name, "15"])
+        subprocess.Popen([sys.executable, "-c", WRITER, database, name, "15"])
         for name in ("zebra", "quokka")
     ]
     mos.add([{"content": f"parent note {i}"} for i in range(10)], user_id="alice",

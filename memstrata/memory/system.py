@@ -39,7 +39,7 @@ from memstrata.memory.principals import Principals
 from memstrata.memory.reading import Reading
 from memstrata.scheduler import Scheduler, TaskQueue
 from memstrata.store.base import Store
-from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue
+from memstrata.store.engines import open_queue, open_store
 from memstrata.tiers.tasks import TierTasks
 
 __all__ = ["MemoryOS"]
@@ -97,12 +97,14 @@ class MemoryOS(Closing):
         settings: Settings | None = None,
         **overrides: Any,
     ) -> MemoryOS:
-        """Open (creating if missing) the database at ``path``.
+        """Open (creating if missing) the database at ``path``: an SQLite file, or a PostgreSQL
+        server's database (``postgresql://…``; docs/deploy.md).
 
         ``embedder`` is a name (``e5``, ``use``, ``minilm``, ``openai``) or an ``Embedder``; when
         omitted, the embedder the file was created with is used (``e5`` for a new file).  Other
-        keyword arguments override ``Settings`` fields.  Raises ``NotOurDatabase`` or
-        ``SchemaTooNew`` for files it must not touch.
+        keyword arguments override ``Settings`` fields (``redis_url`` puts the task queue on
+        Redis).  Raises ``NotOurDatabase`` or ``SchemaTooNew`` for databases it must not touch,
+        ``StorageError`` for a server it cannot reach.
         """
         # An instance is told apart from a name without isinstance(…, Embedder): on Python
         # 3.11 that would evaluate ``dim``, which for a remote embedder is a request.
@@ -113,11 +115,7 @@ class MemoryOS(Closing):
         settings = Settings.from_mapping(
             {**vars(base), **{k: v for k, v in overrides.items() if v is not None}}
         )
-        store = SQLiteStore(
-            settings.db,
-            busy_timeout_ms=settings.busy_timeout_ms,
-            keyword_max_postings=settings.keyword_max_postings,
-        )
+        store = open_store(settings)
         try:
             recorded = store.get_meta("embedder")
             chosen = given.name if given else settings.embedder or recorded or DEFAULT_EMBEDDER
@@ -125,6 +123,7 @@ class MemoryOS(Closing):
             if recorded is None:
                 store.set_meta("embedder", chosen)
             settings = replace(settings, embedder=chosen)
+            queue = open_queue(settings, store)
             llm = make_llm(settings)
         except BaseException:
             store.close()
@@ -132,11 +131,11 @@ class MemoryOS(Closing):
         if isinstance(llm, OpenAIChat) and (problem := llm.probe()) is not None:
             # Not fatal: add and search need no model, and promotion falls back to the rules.
             log.warning("the chat model's endpoint is not available: %s", problem)
-        queue = SQLiteTaskQueue(store)
         return cls(store, instance, settings, queue=queue, owns_embedder=given is None, llm=llm)
 
     def close(self) -> None:
-        """Flush read counts, stop the workers, close the store (and the embedder ``open`` made).
+        """Flush read counts, stop the workers, close the queue, the store (and the embedder
+        ``open`` made).
 
         The buffered read counts are queued (a ``visits`` task, run by the next process on this
         file when workers are on).  Background tasks still running get ``TASKS_GRACE_S`` seconds
@@ -148,6 +147,8 @@ class MemoryOS(Closing):
             self.tiers.flush_reads(force=True)
         finally:
             self.scheduler.close(timeout=TASKS_GRACE_S)
+            if isinstance(self.scheduler.queue, Closeable):  # a Redis queue's connections
+                self.scheduler.queue.close()
             self.store.close()
             if self.llm is not None:
                 self.llm.close()

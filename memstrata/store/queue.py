@@ -21,6 +21,7 @@ has the same number), so a caller that releases a claim must not use it again.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from memstrata.errors import ValidationError
+from memstrata.model import from_epoch
 from memstrata.store import rows
 
 TaskStatus = Literal["pending", "running", "done", "failed"]
@@ -203,3 +205,29 @@ def check_non_negative(name: str, value: float) -> None:
     """``ValidationError`` unless ``value`` is a finite number of seconds, zero or more."""
     if not (math.isfinite(value) and value >= 0):
         raise ValidationError(f"{name} must be zero or more seconds, not {value!r}")
+
+
+#: A task row's columns, in the order both engines' SQL lists them.
+TASK_COLUMNS = (
+    "task_id, kind, cube_id, payload, status, attempts, max_attempts, run_after, lease_until, "
+    "error, created_at, updated_at, dedupe_key"
+)
+
+
+def task_from_row(row: Any) -> Task:
+    """A ``Task`` from a row of ``TASK_COLUMNS`` read by name (``sqlite3.Row`` or a dict)."""
+    return Task(
+        task_id=row["task_id"],
+        kind=row["kind"],
+        cube_id=row["cube_id"],
+        payload=json.loads(row["payload"]),
+        status=row["status"],
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        run_after=rows.to_datetime(row["run_after"]),
+        lease_until=from_epoch(row["lease_until"]),
+        error=row["error"],
+        created_at=rows.to_datetime(row["created_at"]),
+        updated_at=rows.to_datetime(row["updated_at"]),
+        dedupe_key=row["dedupe_key"],
+    )

@@ -7,14 +7,16 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
 
 from memstrata.config import Settings
 from memstrata.errors import ConfigurationError, StorageError
-from memstrata.scheduler.queues import make_queue
+from memstrata.store.engines import open_queue
 from memstrata.store.redis import RedisTaskQueue
+from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue
 from tests.services import fresh_redis
 
 
@@ -121,9 +123,13 @@ def test_closing_leaves_the_consumer_group_unless_it_holds_an_entry(
     assert consumers() == {busy.consumer}
 
 
-def test_the_setting_chooses_the_queue(url: str) -> None:
-    assert make_queue(Settings.load(environ={})) is None
-    assert make_queue(Settings.load(environ={"MEMSTRATA_REDIS_URL": ""})) is None
-    queue = make_queue(Settings.load(environ={"MEMSTRATA_REDIS_URL": url}))
-    assert isinstance(queue, RedisTaskQueue)
-    queue.close()
+def test_the_setting_chooses_the_queue(url: str, tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "q.db")
+    try:
+        for unset in ({}, {"MEMSTRATA_REDIS_URL": ""}):
+            assert isinstance(open_queue(Settings.load(environ=unset), store), SQLiteTaskQueue)
+        queue = open_queue(Settings.load(environ={"MEMSTRATA_REDIS_URL": url}), store)
+        assert isinstance(queue, RedisTaskQueue)
+        queue.close()
+    finally:
+        store.close()

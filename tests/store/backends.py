@@ -32,7 +32,7 @@ class Backend:
 
 
 @contextmanager
-def backend(name: str, tmp_path: Path) -> Iterator[Backend]:
+def open_backend(name: str, tmp_path: Path) -> Iterator[Backend]:
     """A fresh database of engine ``name``; stores opened through it are closed at the end."""
     with ExitStack() as stack:
         opened: list[Store] = []
@@ -79,6 +79,8 @@ def backend(name: str, tmp_path: Path) -> Iterator[Backend]:
                 postgres_raw,
                 psycopg.Error,
             )
+        probe = found.open()
+        assert type(probe).__name__ == {"sqlite": "SQLiteStore"}.get(name, "PostgresStore")
         try:
             yield found
         finally:

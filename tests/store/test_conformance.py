@@ -17,21 +17,23 @@ from memstrata.errors import AlreadyExists, ConflictError, ItemNotFound, Storage
 from memstrata.filters import Filters
 from memstrata.model import Cube, Grant, MemoryItem, Source, User, new_id
 from memstrata.store.base import Store
-from tests.store.backends import ENGINES, Backend, backend
+from tests.store.backends import ENGINES, Backend, open_backend
+
+pytestmark = pytest.mark.engines(*ENGINES)
 
 DIM = 8
 FP = "test-model/8"
 
 
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    with backend(request.param, tmp_path) as found:
+@pytest.fixture
+def backend(engine: str, tmp_path: Path) -> Iterator[Backend]:
+    with open_backend(engine, tmp_path) as found:
         yield found
 
 
 @pytest.fixture
-def store(engine: Backend) -> Store:
-    opened = engine.open()
+def store(backend: Backend) -> Store:
+    opened = backend.open()
     opened.put_user(User("u1"))
     opened.put_user(User("u2"))
     opened.put_cube(Cube("c1", "one", owner="u1", embedder=FP))
@@ -186,10 +188,10 @@ def test_status_changes_reach_the_vector_mirror(store: Store) -> None:
     assert store.keyword_search("a", ["c1"], Filters(), 10) == []
 
 
-def test_writes_from_another_connection_are_seen(store: Store, engine: Backend) -> None:
+def test_writes_from_another_connection_are_seen(store: Store, backend: Backend) -> None:
     add(store, (item("first"), unit(0)))
     assert len(store.vector_search(unit(0), ["c1"], Filters(), 10)) == 1
-    other = engine.open()
+    other = backend.open()
     other.add_items([item("second")], np.stack([unit(1)]), FP)
     other.close()
     assert len(store.vector_search(unit(1), ["c1"], Filters(), 10)) == 2
@@ -206,12 +208,12 @@ def test_replace_vectors_changes_dimension(store: Store) -> None:
     assert found[0] == (ids[1], pytest.approx(1.0))
 
 
-def test_events_are_append_only(store: Store, engine: Backend) -> None:
+def test_events_are_append_only(store: Store, backend: Backend) -> None:
     add(store, (item("x"), unit(0)))
-    with engine.raw() as conn:
-        with pytest.raises(engine.refused, match="append-only"):
+    with backend.raw() as conn:
+        with pytest.raises(backend.refused, match="append-only"):
             conn.execute("DELETE FROM events")
-        with pytest.raises(engine.refused, match="append-only"):
+        with pytest.raises(backend.refused, match="append-only"):
             conn.execute("UPDATE events SET op = 'forged'")
         conn.execute("UPDATE events SET after = NULL WHERE op = 'create'")  # erasure may blank
 
@@ -335,7 +337,7 @@ def test_llm_usage_adds_up_per_cube_and_goes_with_the_cube(store: Store) -> None
 
 
 def test_a_cube_read_whole_is_inserted_identically_elsewhere(
-    store: Store, engine: Backend, tmp_path: Path
+    store: Store, backend: Backend, tmp_path: Path
 ) -> None:
     ids = add(store, (item("a", session_id="s"), unit(0)), (item("b", session_id="s"), unit(1)))
     (cur,) = store.get_items([ids[0]])
@@ -344,7 +346,7 @@ def test_a_cube_read_whole_is_inserted_identically_elsewhere(
     assert [i.id for i in data.items] == sorted(ids) and data.vector_ids == sorted(ids)
     with pytest.raises(AlreadyExists):
         store.check_free(data)
-    other = engine.other()
+    other = backend.other()
     try:
         other.put_user(User("u1"))
         other.check_free(data)
@@ -356,7 +358,7 @@ def test_a_cube_read_whole_is_inserted_identically_elsewhere(
         assert [e.op for e in other.events(cube_id="c1")][-1] == "import"
         assert [f[0] for f in other.keyword_search("b", ["c1"], Filters(), 5)] == [ids[1]]
         assert other.vector_search(unit(2), ["c1"], Filters(), 1)[0][0] == ids[0]
-        where = "other.db.artifacts" if engine.name == "sqlite" else "other"
+        where = "other.db.artifacts" if backend.name == "sqlite" else "other"
         assert other.artifact_dir("c1") == tmp_path / where / "c1"
     finally:
         other.close()

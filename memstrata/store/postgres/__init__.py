@@ -1,7 +1,7 @@
 """The PostgreSQL engine (scale-out): pgvector, ``tsvector`` full text, a pooled connection per
 thread (DESIGN §7).  Needs the ``postgres`` extra (psycopg 3)."""
 
-from memstrata.store.postgres.store import PostgresStore, is_postgres
+from memstrata.store.postgres.store import PostgresStore
 from memstrata.store.postgres.tasks import PostgresTaskQueue
 
-__all__ = ["PostgresStore", "PostgresTaskQueue", "is_postgres"]
+__all__ = ["PostgresStore", "PostgresTaskQueue"]

@@ -51,8 +51,3 @@ class PostgresStore(
     def __init__(self, dsn: str, *, artifacts_dir: str | Path | None = None, **options: Any):
         super().__init__(dsn, **options)
         self.artifacts_dir = None if artifacts_dir is None else Path(artifacts_dir)
-
-
-def is_postgres(address: str) -> bool:
-    """Whether a database address names a PostgreSQL server rather than an SQLite file."""
-    return address.startswith(("postgresql://", "postgres://"))

@@ -17,31 +17,32 @@ from memstrata.model import new_id
 from memstrata.store.postgres.connection import PostgresDatabase
 from memstrata.store.queue import (
     LOST_WORKER,
+    TASK_COLUMNS,
     TASK_STATUSES,
     Task,
     TaskStatus,
     check_non_negative,
     check_positive,
     checked_submit,
+    task_from_row,
     truncate_error,
 )
-from memstrata.store.sqlite.tasks import _COLUMNS, _task  # one row layout for both engines
 
 _EXPIRED = "status = 'running' AND run_after <= %(now)s AND lease_until <= %(now)s " \
     "AND NOT (task_id = ANY(%(skip)s))"  # fmt: skip
-_CANDIDATE = f"""
-(SELECT task_id FROM tasks WHERE {_EXPIRED} AND attempts < max_attempts
-    ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT task_id FROM tasks WHERE status = 'pending' AND run_after <= %(now)s
-    ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED)
-LIMIT 1
-"""
+# Expired leases first (their worker is gone), then the pending task due longest ago; rows
+# another claimer holds locked are passed over.
+_CANDIDATES = (
+    f"SELECT task_id FROM tasks WHERE {_EXPIRED} AND attempts < max_attempts "
+    "ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED",
+    "SELECT task_id FROM tasks WHERE status = 'pending' AND run_after <= %(now)s "
+    "ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED",
+)
 _CLAIM = f"""
 UPDATE tasks SET status = 'running', attempts = attempts + 1, lease_until = %(lease_until)s,
     updated_at = %(now)s
 WHERE task_id = %(task_id)s
-RETURNING {_COLUMNS}
+RETURNING {TASK_COLUMNS}
 """
 _EXHAUSTED = f"""
 UPDATE tasks SET status = 'failed', lease_until = NULL, updated_at = %(now)s,
@@ -84,7 +85,7 @@ class PostgresTaskQueue:
                     )
             task_id = new_id()
             conn.execute(
-                f"INSERT INTO tasks ({_COLUMNS}) VALUES (%s, %s, %s, %s, 'pending', 0, %s, %s, "
+                f"INSERT INTO tasks ({TASK_COLUMNS}) VALUES (%s, %s, %s, %s, 'pending', 0, %s, %s, "
                 "NULL, NULL, %s, %s, %s)",
                 (task_id, kind, cube_id, body, max_attempts, now + delay_s, now, now, dedupe_key),
             )
@@ -96,14 +97,18 @@ class PostgresTaskQueue:
         params: dict[str, Any] = {"now": now, "skip": list(skip), "error": LOST_WORKER}
         with self.store.transaction() as conn:
             conn.execute(_EXHAUSTED, params)
-            found = conn.execute(_CANDIDATE, params).fetchone()
+            found = None
+            for candidates in _CANDIDATES:
+                found = conn.execute(candidates, params).fetchone()
+                if found is not None:
+                    break
             if found is None:
                 return None
             cursor = conn.cursor(row_factory=_dict_row())
             row = cursor.execute(
                 _CLAIM, {**params, "lease_until": now + lease_s, "task_id": found[0]}
             ).fetchone()
-        return None if row is None else _task(row)
+        return None if row is None else task_from_row(row)
 
     def renew(self, task_id: str, lease_s: float, *, attempt: int | None = None) -> bool:
         check_positive("lease_s", lease_s)
@@ -151,7 +156,7 @@ class PostgresTaskQueue:
         return self._update_running(task_id, attempt, assignments, [now, now])
 
     def get(self, task_id: str) -> Task | None:
-        found = self._select(f"SELECT {_COLUMNS} FROM tasks WHERE task_id = %s", [task_id])
+        found = self._select(f"SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = %s", [task_id])
         return found[0] if found else None
 
     def tasks(
@@ -163,7 +168,7 @@ class PostgresTaskQueue:
             )
         where, params = _scope(cube_id, (status,) if status else None)
         sql = (
-            f"SELECT {_COLUMNS} FROM tasks WHERE {where} "
+            f"SELECT {TASK_COLUMNS} FROM tasks WHERE {where} "
             "ORDER BY created_at DESC, task_id DESC LIMIT %s"
         )
         return self._select(sql, [*params, limit])
@@ -174,7 +179,7 @@ class PostgresTaskQueue:
         return int(found[0]) if found else 0
 
     def _select(self, sql: str, params: list[Any]) -> list[Task]:
-        return [_task(r) for r in self.store.dict_rows(sql, params)]
+        return [task_from_row(r) for r in self.store.dict_rows(sql, params)]
 
     def _update_running(
         self, task_id: str, attempt: int | None, assignments: str, params: list[Any]

@@ -12,26 +12,23 @@ import json
 import sqlite3
 import time
 from collections.abc import Collection
-from datetime import datetime, timezone
-from typing import Any, cast
+from typing import Any
 
-from memstrata.model import from_epoch, new_id
+from memstrata.model import new_id
 from memstrata.store.queue import (
     LOST_WORKER,
+    TASK_COLUMNS,
     Task,
     TaskStatus,
     check_non_negative,
     check_positive,
     check_status,
     checked_submit,
+    task_from_row,
     truncate_error,
 )
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
-_COLUMNS = (
-    "task_id, kind, cube_id, payload, status, attempts, max_attempts, run_after, lease_until, "
-    "error, created_at, updated_at, dedupe_key"
-)
 # Expired leases first (their worker is gone and they have waited longest), then the pending task
 # due longest ago.  Two scalar subqueries rather than one OR, so each walks ``tasks_ready``
 # (status, run_after); ``run_after <= :now`` always holds for a running task and is there for that.
@@ -45,7 +42,7 @@ WHERE task_id = coalesce(
     (SELECT task_id FROM tasks WHERE {_EXPIRED} ORDER BY run_after LIMIT 1),
     (SELECT task_id FROM tasks WHERE status = 'pending' AND run_after <= :now
         ORDER BY run_after LIMIT 1))
-RETURNING {_COLUMNS}
+RETURNING {TASK_COLUMNS}
 """
 _EXHAUSTED = f"""
 UPDATE tasks SET status = 'failed', lease_until = NULL, updated_at = :now,
@@ -79,7 +76,7 @@ class SQLiteTaskQueue:
                     return held
             task_id = new_id()
             conn.execute(
-                f"INSERT INTO tasks ({_COLUMNS}) VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, NULL, "
+                f"INSERT INTO tasks ({TASK_COLUMNS}) VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, NULL, "
                 "NULL, ?, ?, ?)",
                 (task_id, kind, cube_id, body, max_attempts, now + delay_s, now, now, dedupe_key),
             )
@@ -93,7 +90,7 @@ class SQLiteTaskQueue:
             conn.execute(_EXHAUSTED, {"now": now, "error": LOST_WORKER, "skip": skipped})
             params = {"now": now, "lease_until": now + lease_s, "skip": skipped}
             row = conn.execute(_CLAIM, params).fetchone()
-        return None if row is None else _task(row)
+        return None if row is None else task_from_row(row)
 
     def renew(self, task_id: str, lease_s: float, *, attempt: int | None = None) -> bool:
         check_positive("lease_s", lease_s)
@@ -142,9 +139,9 @@ class SQLiteTaskQueue:
         return self._update_running(task_id, attempt, assignments, [now, now])
 
     def get(self, task_id: str) -> Task | None:
-        sql = f"SELECT {_COLUMNS} FROM tasks WHERE task_id = ?"
+        sql = f"SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = ?"
         row = self.store.reader().execute(sql, (task_id,)).fetchone()
-        return None if row is None else _task(row)
+        return None if row is None else task_from_row(row)
 
     def tasks(
         self, cube_id: str | None = None, status: TaskStatus | None = None, limit: int = 100
@@ -152,10 +149,10 @@ class SQLiteTaskQueue:
         check_status(status)
         where, params = _scope(cube_id, (status,) if status else None)
         sql = (
-            f"SELECT {_COLUMNS} FROM tasks WHERE {where} "
+            f"SELECT {TASK_COLUMNS} FROM tasks WHERE {where} "
             "ORDER BY created_at DESC, task_id DESC LIMIT ?"
         )
-        return [_task(r) for r in self.store.reader().execute(sql, [*params, limit])]
+        return [task_from_row(r) for r in self.store.reader().execute(sql, [*params, limit])]
 
     def outstanding(self, cube_id: str | None = None) -> int:
         where, params = _scope(cube_id, ("pending", "running"))
@@ -201,25 +198,3 @@ def _scope(cube_id: str | None, statuses: tuple[str, ...] | None) -> tuple[str, 
         clauses.append(f"status IN ({', '.join('?' * len(statuses))})")
         params.extend(statuses)
     return " AND ".join(clauses), params
-
-
-def _task(row: sqlite3.Row) -> Task:
-    return Task(
-        task_id=row["task_id"],
-        kind=row["kind"],
-        cube_id=row["cube_id"],
-        payload=json.loads(row["payload"]),
-        status=cast(TaskStatus, row["status"]),
-        attempts=row["attempts"],
-        max_attempts=row["max_attempts"],
-        run_after=_when(row["run_after"]),
-        lease_until=from_epoch(row["lease_until"]),
-        error=row["error"],
-        created_at=_when(row["created_at"]),
-        updated_at=_when(row["updated_at"]),
-        dedupe_key=row["dedupe_key"],
-    )
-
-
-def _when(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, timezone.utc)
