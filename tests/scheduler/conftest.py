@@ -1,5 +1,6 @@
-"""The queues under test: every queue test runs against the SQLite queue and the Redis queue
-(the Redis one is skipped, or fails in CI, without a test server: ``tests/services.py``)."""
+"""The queues under test: every queue test runs against the SQLite queue, the PostgreSQL queue
+and the Redis queue (the last two are skipped, or fail in CI, without test servers:
+``tests/services.py``)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pytest
 from memstrata.scheduler import TaskQueue
 from memstrata.store.redis import RedisTaskQueue
 from memstrata.store.sqlite import SQLiteStore, SQLiteTaskQueue
-from tests.services import fresh_redis
+from tests.services import fresh_database, fresh_redis
 
-QUEUES = ["sqlite", "redis"]
+QUEUES = ["sqlite", "postgres", "redis"]
 
 
 @pytest.fixture
@@ -31,9 +32,12 @@ def store(db: Path) -> Iterator[SQLiteStore]:
 @pytest.fixture(params=QUEUES)
 def address(request: pytest.FixtureRequest, db: Path) -> Iterator[str]:
     """Where the queue lives, as ``tests/scheduler/task_worker.py`` takes it: the SQLite file,
-    or the URL of an emptied Redis database."""
+    a new PostgreSQL database, or the URL of an emptied Redis database."""
     if request.param == "sqlite":
         yield str(db)
+    elif request.param == "postgres":
+        with fresh_database() as dsn:
+            yield dsn
     else:
         with fresh_redis() as url:
             yield url
@@ -41,8 +45,14 @@ def address(request: pytest.FixtureRequest, db: Path) -> Iterator[str]:
 
 @pytest.fixture
 def queue(address: str, store: SQLiteStore) -> Iterator[TaskQueue]:
-    if not address.startswith("redis://"):
+    if address.startswith("redis://"):
+        with RedisTaskQueue(address) as redis_queue:
+            yield redis_queue
+    elif address.startswith("postgresql://"):
+        from memstrata.store.postgres import PostgresStore, PostgresTaskQueue
+
+        pg = PostgresStore(address)
+        yield PostgresTaskQueue(pg)
+        pg.close()
+    else:
         yield SQLiteTaskQueue(store)
-        return
-    with RedisTaskQueue(address) as redis_queue:
-        yield redis_queue

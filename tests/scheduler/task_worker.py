@@ -3,7 +3,7 @@
 ``task_worker.py crash QUEUE MARKER``: run ``slow`` tasks that touch MARKER and then hang, until
 killed.  ``task_worker.py share QUEUE OUT``: print ``ready``, wait for a line on stdin, then run
 ``job`` tasks (appending each task's id to OUT) until none is outstanding.  QUEUE is an SQLite
-file or a ``redis://`` URL.
+file, a ``postgresql://`` DSN or a ``redis://`` URL.
 """
 
 from __future__ import annotations
@@ -25,6 +25,11 @@ def open_queue(address: str) -> tuple[TaskQueue, Callable[[], None]]:
     if address.startswith("redis://"):
         queue = RedisTaskQueue(address)
         return queue, queue.close
+    if address.startswith("postgresql://"):
+        from memstrata.store.postgres import PostgresStore, PostgresTaskQueue
+
+        pg = PostgresStore(address)
+        return PostgresTaskQueue(pg), pg.close
     store = SQLiteStore(address)
     return SQLiteTaskQueue(store), store.close
 
