@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from fastapi import FastAPI
 
 from memstrata import MemoryOS
 from memstrata.server.rest import bootstrap, create_app
+from tests.services import fresh_database
 
 MAX_REQUEST_BYTES = 64_000
 BOOM = "/test-only/boom"
@@ -130,10 +131,23 @@ def generated(examples: int) -> hypothesis.settings:
     )
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    db = Path(tmp_path_factory.mktemp("rest")) / "server.db"
-    with MemoryOS.open(str(db), workers=1, max_request_bytes=MAX_REQUEST_BYTES) as memory:
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    """The REST server, once per engine (PostgreSQL: skipped, or failed in CI, without a test
+    server)."""
+    with ExitStack() as stack:
+        if request.param == "sqlite":
+            db = str(Path(tmp_path_factory.mktemp("rest")) / "server.db")
+        else:
+            db = stack.enter_context(fresh_database())
+        yield stack.enter_context(_serve(db))
+
+
+@contextmanager
+def _serve(db: str) -> Iterator[Server]:
+    with MemoryOS.open(db, workers=1, max_request_bytes=MAX_REQUEST_BYTES) as memory:
         key = bootstrap(memory)
         assert key is not None
         app = create_app(memory)
