@@ -131,7 +131,7 @@ reason_option = click.option("--reason", help="Why; kept in the history.")
 @click.option(
     "--db",
     type=click.Path(dir_okay=False),
-    help="SQLite database file  [default: $MEMSTRATA_DB, else memstrata.db in the user data dir]",
+    help="SQLite database file or postgresql:// address  [default: $MEMSTRATA_DB, else memstrata.db in the user data dir]",
 )
 @click.option("--config", type=click.Path(dir_okay=False), help="TOML settings file.")
 @click.option(

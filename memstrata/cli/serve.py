@@ -47,7 +47,7 @@ log = logging.getLogger("memstrata")
 @click.option(
     "--db",
     type=click.Path(dir_okay=False),
-    help="SQLite database file  [default: the global --db, else the settings' db]",
+    help="SQLite database file or postgresql:// address  [default: the global --db, else the settings' db]",
 )
 def serve(host: str, port: int, db: str | None) -> None:
     """Serve the REST API (OpenAPI at /docs) until interrupted.
