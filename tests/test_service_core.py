@@ -156,6 +156,19 @@ def test_configure_changes_search_tuning_for_admins_only(mos: MemoryOS) -> None:
     assert mos.settings.rrf_k == 60
 
 
+def test_configure_reaches_every_process_on_the_database(mos: MemoryOS, database: str) -> None:
+    mos.bootstrap_admin()
+    mos.create_user("alice", by="admin")
+    with MemoryOS.open(database, workers=0) as other:
+        assert other.settings.rrf_k != 7
+        mos.configure(by="admin", rrf_k=7)
+        other.search("anything", user_id="alice")  # reads the recorded settings first
+        assert other.settings.rrf_k == 7
+        other.configure(by="admin", dense_weight=0.25)
+        mos.search("anything", user_id="alice")
+        assert (mos.settings.rrf_k, mos.settings.dense_weight) == (7, 0.25)
+
+
 def test_configure_keyword_max_postings_reaches_the_keyword_channel(mos: MemoryOS) -> None:
     """Only the query's rarest terms within the postings budget are matched by keyword."""
     mos.create_user("admin", role="admin")

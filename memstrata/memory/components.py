@@ -3,11 +3,16 @@
 One ``Components`` is made by ``MemoryOS`` and shared by its parts (``principals``, ``items``,
 ``reading``, ``chat``, ``governance``, ``background``), so they see the same settings after a
 ``configure`` and check grants through the same ``Access``.
+
+Runtime settings (``configure``) are kept in the database too (``RUNTIME_META``), so every
+process serving it searches with them: ``search_settings()`` reads them back before a search
+(one primary-key read) and applies them when another process changed them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 
 from memstrata.config import Settings
 from memstrata.embed import Embedder
@@ -16,6 +21,10 @@ from memstrata.memory.access import Access
 from memstrata.scheduler import Scheduler
 from memstrata.store.base import Store
 from memstrata.tiers.tasks import TierTasks
+
+
+#: The database setting holding the runtime settings an admin changed (JSON), for all processes.
+RUNTIME_META = "runtime_settings"
 
 
 @dataclass
@@ -30,3 +39,22 @@ class Components:
     scheduler: Scheduler
     tiers: TierTasks
     access: Access
+    #: the runtime settings last read from the database (JSON text), to see a change
+    _runtime: str | None = field(default=None, repr=False)
+
+    def share_settings(self, changes: dict[str, float]) -> Settings:
+        """Apply runtime ``changes`` here and record them for every process on the database."""
+        stored = json.loads(self.store.get_meta(RUNTIME_META) or "{}")
+        text = json.dumps({**stored, **changes}, sort_keys=True)
+        self.store.set_meta(RUNTIME_META, text)
+        self.settings = Settings.from_mapping({**vars(self.settings), **json.loads(text)})
+        self._runtime = text
+        return self.settings
+
+    def search_settings(self) -> Settings:
+        """The settings to search with: runtime ones another process recorded applied first."""
+        text = self.store.get_meta(RUNTIME_META)
+        if text is not None and text != self._runtime:
+            self.settings = Settings.from_mapping({**vars(self.settings), **json.loads(text)})
+            self._runtime = text
+        return self.settings

@@ -303,7 +303,9 @@ class Principals:
         return result
 
     def configure(self, /, *, by: str, **changes: Any) -> Settings:
-        """Change runtime settings (``RUNTIME_SETTINGS``) for this process; ``by`` is an admin."""
+        """Change runtime settings (``RUNTIME_SETTINGS``) for every process serving this
+        database (recorded in it: the others apply them before their next search); ``by`` is an
+        admin."""
         self._access.admin(by)
         unknown = sorted(set(changes) - set(self.RUNTIME_SETTINGS))
         if unknown:
@@ -319,5 +321,4 @@ class Principals:
             value = getattr(updated, name)
             if not low <= value <= high:  # also refuses NaN
                 raise ValidationError(f"{name} must be from {low} to {high}")
-        self._parts.settings = updated
-        return updated
+        return self._parts.share_settings({name: getattr(updated, name) for name in changes})

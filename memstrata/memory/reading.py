@@ -70,20 +70,19 @@ class Reading:
         scope = [c.cube_id for c in cubes]
         parts = self._parts
         return search_as_of(
-            self._store, parts.embedder, parts.settings, query, scope, parsed, top_k, at
+            self._store, parts.embedder, parts.search_settings(), query, scope, parsed, top_k, at
         )
 
     def _search(self, query: str, cubes: list[Cube], top_k: int, filters: Filters) -> list[Hit]:
         """``search`` over cubes already checked readable; counts the hits' reads."""
+        settings = self._parts.search_settings()
         if not cubes:
             return []
         for cube in cubes:
             self._access.check_embedder(cube)
         scope = [c.cube_id for c in cubes]
         parts = self._parts
-        hits = hybrid_search(
-            self._store, parts.embedder, parts.settings, query, scope, filters, top_k
-        )
+        hits = hybrid_search(self._store, parts.embedder, settings, query, scope, filters, top_k)
         parts.tiers.note_reads(h.item for h in hits)
         return hits
 
