@@ -65,6 +65,13 @@ class Settings:
         default=1,
         metadata=_help("background worker threads for consolidation; 0 runs tasks inline"),
     )
+    queue_only: bool = field(
+        default=False,
+        metadata=_help(
+            "with workers=0, only queue background tasks for `memstrata worker` processes "
+            "instead of running them inside the calls"
+        ),
+    )
     task_lease_s: float = field(
         default=30.0,
         metadata=_help("seconds a task is leased to a worker before others may retry it"),
@@ -190,8 +197,18 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return section
 
 
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
 def _coerce(name: str, annotation: Any, value: Any) -> Any:
     kind = str(annotation)
+    if kind.startswith("bool"):
+        if isinstance(value, bool):
+            return value
+        word = str(value).strip().lower()
+        if word in _TRUE + _FALSE:
+            return word in _TRUE
+        raise ConfigurationError(f"setting {name}={value!r} is not true or false")
     try:
         if kind.startswith("int"):
             return int(value)

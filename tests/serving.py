@@ -50,13 +50,15 @@ def clean_env(**settings: str) -> dict[str, str]:
 
 
 @contextmanager
-def served(db: Path, log: Path, **settings: str) -> Iterator[Served]:
-    """``memstrata --db DB serve`` until its /health answers (``settings``: MEMSTRATA_* values).
+def served(db: str | Path, log: Path, *args: str, **settings: str) -> Iterator[Served]:
+    """``memstrata --db DB serve ARGS`` until its /health answers (``settings``: MEMSTRATA_*
+    values).
 
     Whatever the test did, the process is gone when the block ends (killed if need be).
     """
     port = free_port()
-    command = [sys.executable, "-m", "memstrata", "--db", str(db), "serve", "--port", str(port)]
+    command = [sys.executable, "-m", "memstrata", "--db", str(db), "serve", "--port", str(port),
+               *args]  # fmt: skip
     with log.open("ab") as out:
         process = subprocess.Popen(
             command, stdout=out, stderr=subprocess.STDOUT, env=clean_env(**settings)

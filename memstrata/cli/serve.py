@@ -49,7 +49,13 @@ log = logging.getLogger("memstrata")
     type=click.Path(dir_okay=False),
     help="SQLite database file or postgresql:// address  [default: the global --db, else the settings' db]",
 )
-def serve(host: str, port: int, db: str | None) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(0, 64),
+    help="Background worker threads  [default: the settings' workers]; 0: none, the tasks are "
+    "left to `memstrata worker` processes.",
+)
+def serve(host: str, port: int, db: str | None, workers: int | None) -> None:
     """Serve the REST API (OpenAPI at /docs) until interrupted.
 
     Every request needs 'Authorization: Bearer KEY'; on a new database the first admin's key is
@@ -62,7 +68,8 @@ def serve(host: str, port: int, db: str | None) -> None:
 
     bound_malloc_arenas()
 
-    settings = options().settings(db)
+    chosen = {} if workers is None else {"workers": workers, "queue_only": workers == 0}
+    settings = options().settings(db, **chosen)
     _log_to_stderr()
     with until_stopped(), MemoryOS.open(settings=settings) as memory:
         key = bootstrap(memory)

@@ -22,7 +22,6 @@ from memstrata.scheduler import Scheduler
 from memstrata.store.base import Store
 from memstrata.tiers.tasks import TierTasks
 
-
 #: The database setting holding the runtime settings an admin changed (JSON), for all processes.
 RUNTIME_META = "runtime_settings"
 

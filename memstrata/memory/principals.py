@@ -22,6 +22,7 @@ from memstrata.errors import (
     ConfigurationError,
     CubeNotFound,
     NotFoundError,
+    StorageError,
     Unauthenticated,
     ValidationError,
 )
@@ -144,18 +145,27 @@ class Principals:
         """
         if key is not None and len(key) < 16:
             raise ValidationError("the admin key must be at least 16 characters")
-        if self._store.list_users():
-            if key is not None and self._store.key_user(keys.key_hash(key)) is None:
-                admin = next((u for u in self._store.list_users() if u.role == "admin"), None)
-                if admin is not None:
-                    record = ApiKey(key_id=new_id(), user_id=admin.user_id, label="admin key")
+        if not self._store.list_users():
+            try:
+                self.create_user(user_id, name="Administrator", role="admin")
+            except AlreadyExists:
+                pass  # another process bootstrapped the same database at the same moment
+            else:
+                secret = key or keys.new_key()
+                record = ApiKey(key_id=new_id(), user_id=user_id, label="bootstrap")
+                self._store.put_key(record, keys.key_hash(secret))
+                return secret
+        if key is not None and self._store.key_user(keys.key_hash(key)) is None:
+            admin = next((u for u in self._store.list_users() if u.role == "admin"), None)
+            if admin is not None:
+                record = ApiKey(key_id=new_id(), user_id=admin.user_id, label="admin key")
+                try:
                     self._store.put_key(record, keys.key_hash(key))
-            return None
-        self.create_user(user_id, name="Administrator", role="admin")
-        secret = key or keys.new_key()
-        record = ApiKey(key_id=new_id(), user_id=user_id, label="bootstrap")
-        self._store.put_key(record, keys.key_hash(secret))
-        return secret
+                except StorageError:
+                    # Stored meanwhile by another process starting with the same key.
+                    if self._store.key_user(keys.key_hash(key)) is None:
+                        raise
+        return None
 
     def create_cube(
         self,

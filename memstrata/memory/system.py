@@ -68,7 +68,12 @@ class MemoryOS(Closing):
         self._owns_embedder = owns_embedder
         #: the chat model (chat, and the ``llm`` reader when chosen); None without one; closed here
         self.llm = llm
-        self.scheduler = Scheduler(queue, workers=settings.workers, lease_s=settings.task_lease_s)
+        self.scheduler = Scheduler(
+            queue,
+            workers=settings.workers,
+            lease_s=settings.task_lease_s,
+            queue_only=settings.queue_only,
+        )
         # The chat model also reads hot segments only when the llm reader is chosen.
         reader_llm = llm if settings.reader == "llm" else None
         self.tiers = TierTasks(store, embedder, self.scheduler, llm=reader_llm)

@@ -45,7 +45,9 @@ class Scheduler(Closing):
     """Runs tasks of ``queue`` with the handlers registered per kind.
 
     ``workers`` threads claim tasks once ``start()`` is called; ``workers=0`` is inline mode:
-    ``submit`` and ``wait`` run due tasks in the caller's thread (for scripts and tests).  A lease
+    ``submit`` and ``wait`` run due tasks in the caller's thread (for scripts and tests), unless
+    ``queue_only``: then this scheduler runs nothing and only queues, leaving the tasks to other
+    processes' schedulers (``memstrata worker``; a server with ``--workers 0``).  A lease
     lasts ``lease_s`` seconds and is renewed every third of it while a handler runs.  A failed
     attempt ``n`` is retried after ``backoff_s · 2^(n-1)`` seconds, at most ``max_backoff_s``.
     Idle workers look for due tasks every ``poll_s`` seconds (``submit`` wakes them at once).
@@ -63,10 +65,13 @@ class Scheduler(Closing):
         backoff_s: float = 1.0,
         max_backoff_s: float = 300.0,
         poll_s: float = 0.2,
+        queue_only: bool = False,
     ) -> None:
         _check_settings(workers, lease_s, backoff_s, max_backoff_s, poll_s)
         self.queue = queue
         self.workers = workers
+        #: whether due tasks run in the calling thread (inline mode)
+        self.inline = workers == 0 and not queue_only
         self.lease_s = lease_s
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
@@ -130,7 +135,7 @@ class Scheduler(Closing):
             max_attempts=max_attempts, delay_s=delay_s,
         )  # fmt: skip
         self._expect(delay_s)
-        if self.workers == 0:
+        if self.inline:
             self._drain()
         else:
             with self._work_ready:
@@ -148,7 +153,7 @@ class Scheduler(Closing):
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            if self.workers == 0:
+            if self.inline:
                 self._drain()
             if self.queue.outstanding(cube_id) == 0:
                 return True

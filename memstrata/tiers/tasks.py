@@ -60,7 +60,7 @@ class TierTasks:
     def added(self, cube_id: str) -> None:
         """Queue the cube's consolidation after an add (delayed with workers, so a burst of adds
         meets one pending, deduplicated task instead of queueing one each)."""
-        delay = CONSOLIDATE_DELAY_S if self.scheduler.workers else 0.0
+        delay = 0.0 if self.scheduler.inline else CONSOLIDATE_DELAY_S
         self.scheduler.submit(
             "consolidate", {}, cube_id=cube_id, dedupe_key=f"consolidate:{cube_id}",
             delay_s=delay,

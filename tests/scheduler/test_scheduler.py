@@ -145,6 +145,20 @@ def test_inline_submit_runs_the_task_before_returning(queue: TaskQueue) -> None:
         assert scheduler.wait("c1", timeout=0)
 
 
+def test_a_queue_only_scheduler_leaves_its_tasks_to_another(queue: TaskQueue) -> None:
+    seen: list[str] = []
+    with Scheduler(queue, workers=0, queue_only=True, poll_s=0.02) as front:
+        front.register("job", lambda task: seen.append("front"))
+        task_id = front.submit("job", {}, cube_id="c1")
+        assert seen == [] and status(queue, task_id) == "pending"
+        assert not front.wait("c1", timeout=0.1)  # nothing runs it here
+        with Scheduler(queue, workers=1, poll_s=0.02) as worker:
+            worker.register("job", lambda task: seen.append("worker"))
+            worker.start()
+            assert front.wait("c1", timeout=10)
+    assert seen == ["worker"] and status(queue, task_id) == "done"
+
+
 def test_retries_with_backoff_then_failed_with_the_error_kept(queue: TaskQueue) -> None:
     runs: list[float] = []
 
