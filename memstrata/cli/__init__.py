@@ -7,7 +7,7 @@ default, JSON with ``--json`` (``memstrata.wire``'s shapes).  Failures never pri
 line and status 2.
 
 The root group and what commands share are in ``app``; the commands in ``users``, ``cubes``,
-``memories``, ``memcube``, ``evals``, ``demo``, ``serve``, ``worker`` and ``mcp``; text rendering in
+``memories``, ``memcube``, ``evals``, ``demo``, ``serve``, ``worker``, ``migrate`` and ``mcp``; text rendering in
 ``render``.  ``cli`` is the group, ``main`` the console script.
 """
 
@@ -22,6 +22,7 @@ from memstrata.cli.demo import demo
 from memstrata.cli.evals import eval_group
 from memstrata.cli.mcp import mcp
 from memstrata.cli.memcube import export_command, import_command
+from memstrata.cli.migrate import migrate_command
 from memstrata.cli.serve import serve
 from memstrata.cli.users import users
 from memstrata.cli.worker import worker
@@ -29,7 +30,7 @@ from memstrata.cli.worker import worker
 __all__ = ["cli", "main"]
 
 for _command in (users, cubes, *memories.COMMANDS, demo, eval_group, mcp, export_command,
-                 import_command, serve, worker):  # fmt: skip
+                 import_command, migrate_command, serve, worker):  # fmt: skip
     cli.add_command(_command)
 
 

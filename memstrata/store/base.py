@@ -3,7 +3,7 @@
 ==================  =====================================================================  ====
 Protocol            what                                                                   size
 ==================  =====================================================================  ====
-``PrincipalStore``  users and API keys                                                        7
+``PrincipalStore``  users and API keys                                                        8
 ``CubeStore``       cubes, grants, permission checks                                          7
 ``ItemStore``       memory items with their vectors and full text                            11
 ``SearchIndex``     the keyword and dense channels, plus what a ranking reads back            4
@@ -64,13 +64,17 @@ class PrincipalStore(Protocol):
         """Every user, oldest first."""
 
     def put_key(self, key: ApiKey, key_hash: str) -> None:
-        """Store a key's record and the hash of its secret (never the secret)."""
+        """Store a key's record (revoked already when ``key.revoked_at`` is set) and the hash of
+        its secret (never the secret)."""
 
     def key_user(self, key_hash: str) -> str | None:
         """The user of the live (unrevoked) key with this hash, or None."""
 
     def list_keys(self, user_id: str) -> list[ApiKey]:
         """The user's keys, revoked ones included, oldest first."""
+
+    def key_hashes(self, user_id: str) -> dict[str, str]:
+        """The hash stored for each of the user's keys, by key id (to copy keys elsewhere)."""
 
     def revoke_key(self, user_id: str, key_id: str, actor: str) -> bool:
         """Revoke a live key of ``user_id``; False if there is none with that id."""

@@ -49,6 +49,12 @@ class PostgresArchive(PostgresDatabase):
             )
         return self.artifacts_dir / cube_id
 
+    def _artifact_base(self) -> Path:
+        """What stored artifact paths are relative to: the parent of ``artifacts_dir`` (a row
+        path is ``<artifacts_dir name>/<cube_id>/<file>``, as SQLite's is relative to the
+        database file's directory)."""
+        return Path.cwd() if self.artifacts_dir is None else self.artifacts_dir.parent
+
     def read_cube(self, cube_id: str) -> MemCube:
         from psycopg.rows import dict_row
 
@@ -80,7 +86,7 @@ class PostgresArchive(PostgresDatabase):
                 vector_ids=vector_ids,
                 vectors=vectors,
                 events=events,
-                artifacts=_artifacts(conn, self.artifacts_dir or Path.cwd(), cube_id),
+                artifacts=_artifacts(conn, self._artifact_base(), cube_id),
             )
 
     def check_free(self, data: MemCube) -> None:

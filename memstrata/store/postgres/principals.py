@@ -36,9 +36,16 @@ class PostgresPrincipals(PostgresDatabase):
     def put_key(self, key: ApiKey, key_hash: str) -> None:
         with self.transaction() as conn:
             conn.execute(
-                "INSERT INTO api_keys (key_id, user_id, key_hash, label, created_at) "
-                "VALUES (%s, %s, %s, %s, %s)",
-                (key.key_id, key.user_id, key_hash, key.label, to_epoch(key.created_at)),
+                "INSERT INTO api_keys (key_id, user_id, key_hash, label, created_at, revoked_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                (
+                    key.key_id,
+                    key.user_id,
+                    key_hash,
+                    key.label,
+                    to_epoch(key.created_at),
+                    to_epoch(key.revoked_at),
+                ),
             )
             writes.event(conn, key.user_id, None, None, "create_key", after={"key_id": key.key_id})
 
@@ -53,6 +60,10 @@ class PostgresPrincipals(PostgresDatabase):
             "WHERE user_id = %s ORDER BY created_at, key_id"
         )
         return [rows.key_from_row(r) for r in self.rows(sql, (user_id,))]
+
+    def key_hashes(self, user_id: str) -> dict[str, str]:
+        sql = "SELECT key_id, key_hash FROM api_keys WHERE user_id = %s"
+        return {r[0]: r[1] for r in self.rows(sql, (user_id,))}
 
     def revoke_key(self, user_id: str, key_id: str, actor: str) -> bool:
         with self.transaction() as conn:
