@@ -49,11 +49,8 @@ class PostgresItems(PostgresDatabase):
                 ids.append(item.id)
             writes.insert_items(conn, [f[0] for f in fresh], [f[1] for f in fresh], embedder)
             self._indexed += len(fresh)
-            for item, _ in fresh:
-                writes.version(conn, item, item.user_id, None)
-                after = {"tier": item.tier, "type": item.type, "session_id": item.session_id}
-                writes.event(conn, item.user_id, item.cube_id, item.id, "create", after=after,
-                             version=1)  # fmt: skip
+            if fresh:
+                writes.created(conn, [f[0] for f in fresh])
         return ids
 
     def update_item(
@@ -204,8 +201,6 @@ class PostgresItems(PostgresDatabase):
     ) -> None:
         with self.transaction() as conn:
             widths = {int(np.asarray(v).shape[0]) for v in vectors}
-            for dim in widths:
-                writes.ensure_index(conn, dim)
             for item_id, vector in zip(item_ids, vectors, strict=True):
                 done = conn.execute(
                     "UPDATE items SET vector = %s::real[]::vector, dim = %s, embedder = %s, "
@@ -215,6 +210,8 @@ class PostgresItems(PostgresDatabase):
                 ).rowcount  # fmt: skip
                 if not done:
                     raise ItemNotFound(item_id, cube_id)
+            for dim in widths:
+                writes.ensure_index(conn, dim)
             conn.execute("UPDATE cubes SET embedder = %s WHERE cube_id = %s", (embedder, cube_id))
             writes.event(conn, None, cube_id, None, "reembed", after={"embedder": embedder})
 

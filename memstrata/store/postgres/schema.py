@@ -5,8 +5,8 @@ for PostgreSQL: times as epoch seconds (``double precision``), lists and objects
 one row mapping (``memstrata.store.rows``) serves both engines.  What differs:
 
 * an item's vector is a column of the item (pgvector's ``vector``, any width), with ``dim``
-  beside it; an HNSW index (cosine) is made per width the first time a vector of that width is
-  stored (``hnsw_index``), partial on ``dim`` so each width is one index;
+  beside it; an HNSW index (cosine) is made per width once ``HNSW_MIN_ROWS`` vectors of that
+  width are stored (``hnsw_index``), partial on ``dim`` so each width is one index;
 * the full text is a ``tsvector`` column (GIN) over the same cube-prefixed terms as FTS5's body,
   with ``doclen`` (the body's term count) for BM25;
 * ``cube_id`` leads every index, so a sharded PostgreSQL (Citus) can distribute by it.
@@ -24,6 +24,10 @@ from typing import Any
 MIGRATION_LOCK = 0x4D454D53
 #: Widths above this get no HNSW index (pgvector's limit for ``vector``); they are scanned exactly.
 HNSW_MAX_DIM = 2000
+#: A width's HNSW index is built once this many items have vectors of it: below, the exact scan
+#: is fast and every insert would pay the graph's upkeep for nothing (bench/scale.py); at the
+#: crossing the add that reaches it builds the index in bulk, which is far cheaper than row by row.
+HNSW_MIN_ROWS = 10_000
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -131,15 +131,18 @@ class PostgresSearch(PostgresItems):
             return []
         dim = int(np.asarray(vector).shape[0])
         where, params = filter_sql(filters)
-        column = f"(i.vector::vector({dim}))"
+        # One expression, ordered by and returned: the distance is computed once per row, and it
+        # is the HNSW index's own expression, so the planner can walk the index.
+        distance = f"(i.vector::vector({dim})) <=> %(query)s::real[]::vector({dim})"
         sql = (
-            f"SELECT i.id, 1 - ({column} <=> %s::real[]::vector({dim})) AS score FROM items i "
-            f"WHERE i.dim = {dim} AND i.cube_id = ANY(%s) AND {where} "
-            f"ORDER BY {column} <=> %s::real[]::vector({dim}) LIMIT %s"
+            f"SELECT i.id, {distance} AS distance FROM items i "
+            f"WHERE i.dim = {dim} AND i.cube_id = ANY(%(cubes)s) AND {_named(where, len(params))} "
+            "ORDER BY distance LIMIT %(limit)s"
         )
-        query = vector_param(vector)
-        found = self.rows(sql, [query, list(cube_ids), *params, query, limit])
-        return [(r[0], float(r[1])) for r in found]
+        named = {f"p{n}": value for n, value in enumerate(params)}
+        found = self.rows(sql, {"query": vector_param(vector), "cubes": list(cube_ids),
+                                "limit": limit, **named})  # fmt: skip
+        return [(r[0], 1.0 - float(r[1])) for r in found]
 
 
 def _idf(count: float, postings: int) -> float:

@@ -74,19 +74,26 @@ def insert_items(
             (*rows.item_to_row(item), text, length, None if dim is None else embedder, dim,
              vector_param(vector))
         )  # fmt: skip
-    for dim in widths if index else ():
-        ensure_index(conn, dim)
     with conn.cursor() as cursor:
         cursor.executemany(_ITEM_INSERT, params)
+    for dim in widths if index else ():
+        ensure_index(conn, dim)
 
 
 def ensure_index(conn: Any, dim: int) -> None:
-    """The HNSW index for vectors of width ``dim``, if it is not there yet."""
+    """The HNSW index for vectors of width ``dim``, once ``schema.HNSW_MIN_ROWS`` of them are
+    stored and if it is not there yet (built in bulk, inside the caller's transaction)."""
     statement = schema.hnsw_index(dim)
-    if statement is not None:
-        exists = conn.execute("SELECT to_regclass(%s)", (f"items_hnsw_{dim}",)).fetchone()[0]
-        if exists is None:
-            conn.execute(statement)
+    if statement is None:
+        return
+    if conn.execute("SELECT to_regclass(%s)", (f"items_hnsw_{dim}",)).fetchone()[0] is not None:
+        return
+    counted = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM items WHERE dim = %s LIMIT %s) AS w",
+        (dim, schema.HNSW_MIN_ROWS),
+    ).fetchone()[0]
+    if counted >= schema.HNSW_MIN_ROWS:
+        conn.execute(statement)
 
 
 def insert_cube(conn: Any, cube: Cube) -> None:
@@ -102,6 +109,22 @@ def version(conn: Any, item: MemoryItem, actor: str | None, reason: str | None) 
     """A snapshot of ``item`` as its version ``item.version``, written now."""
     snapshot = rows.dumps(rows.item_to_dict(item))
     conn.execute(VERSION_INSERT, (item.id, item.version, snapshot, time.time(), actor, reason))
+
+
+def created(conn: Any, items: Sequence[MemoryItem]) -> None:
+    """New items' first versions and ``create`` events, in two batched statements."""
+    now = time.time()
+    with conn.cursor() as cursor:
+        cursor.executemany(VERSION_INSERT, [
+            (item.id, item.version, rows.dumps(rows.item_to_dict(item)), now, item.user_id, None)
+            for item in items
+        ])  # fmt: skip
+        cursor.executemany(EVENT_INSERT, [
+            (now, item.user_id, item.cube_id, item.id, "create", None,
+             rows.dumps({"tier": item.tier, "type": item.type, "session_id": item.session_id}),
+             1, None)
+            for item in items
+        ])  # fmt: skip
 
 
 def event(
