@@ -1,6 +1,7 @@
 """``TaskQueue`` over the ``tasks`` table of an SQLite store.
 
-Every write runs in the store's ``transaction()`` (one writer, ``BEGIN IMMEDIATE``), which holds
+The reads and outcome writes are ``SQLTaskQueue``'s (shared with PostgreSQL); ``submit`` and
+``claim`` are this engine's.  Every write runs in the store's ``transaction()`` (one writer, ``BEGIN IMMEDIATE``), which holds
 the database's write lock from its first statement: a claim's read and update cannot interleave
 with another thread's or process's, so no two workers get the same claim.  Reads use the calling
 thread's reader connection.
@@ -11,7 +12,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from memstrata.model import new_id
@@ -19,15 +21,12 @@ from memstrata.store.queue import (
     LOST_WORKER,
     TASK_COLUMNS,
     Task,
-    TaskStatus,
-    check_non_negative,
     check_positive,
-    check_status,
     checked_submit,
     task_from_row,
-    truncate_error,
 )
 from memstrata.store.sqlite.connection import SQLiteDatabase
+from memstrata.store.sqlqueue import SQLTaskQueue
 
 # Expired leases first (their worker is gone and they have waited longest), then the pending task
 # due longest ago.  Two scalar subqueries rather than one OR, so each walks ``tasks_ready``
@@ -51,7 +50,7 @@ WHERE {_EXPIRED} AND attempts >= max_attempts
 """
 
 
-class SQLiteTaskQueue:
+class SQLiteTaskQueue(SQLTaskQueue):
     """``TaskQueue`` stored in ``store``'s file; thread- and process-safe (see the module doc)."""
 
     def __init__(self, store: SQLiteDatabase) -> None:
@@ -92,84 +91,11 @@ class SQLiteTaskQueue:
             row = conn.execute(_CLAIM, params).fetchone()
         return None if row is None else task_from_row(row)
 
-    def renew(self, task_id: str, lease_s: float, *, attempt: int | None = None) -> bool:
-        check_positive("lease_s", lease_s)
-        now = time.time()
-        return self._update_running(
-            task_id, attempt, "lease_until = ?, updated_at = ?", [now + lease_s, now]
-        )
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        return self.store.reader().execute(sql, params).fetchall()
 
-    def complete(self, task_id: str, *, attempt: int | None = None) -> bool:
-        return self._update_running(
-            task_id,
-            attempt,
-            "status = 'done', lease_until = NULL, error = NULL, updated_at = ?",
-            [time.time()],
-        )
-
-    def fail(
-        self,
-        task_id: str,
-        error: str,
-        retry_in_s: float | None,
-        *,
-        attempt: int | None = None,
-    ) -> bool:
-        now = time.time()
-        if retry_in_s is None:
-            retry_at = None
-        else:
-            check_non_negative("retry_in_s", retry_in_s)
-            retry_at = now + retry_in_s
-        # Retry only while attempts remain; the queue enforces max_attempts whatever the caller asks.
-        assignments = (
-            "status = CASE WHEN ? IS NOT NULL AND attempts < max_attempts "
-            "THEN 'pending' ELSE 'failed' END, run_after = coalesce(?, run_after), "
-            "lease_until = NULL, error = ?, updated_at = ?"
-        )
-        params = [retry_at, retry_at, truncate_error(error), now]
-        return self._update_running(task_id, attempt, assignments, params)
-
-    def release(self, task_id: str, *, attempt: int | None = None) -> bool:
-        now = time.time()
-        assignments = (
-            "status = 'pending', attempts = attempts - 1, run_after = ?, lease_until = NULL, "
-            "updated_at = ?"
-        )
-        return self._update_running(task_id, attempt, assignments, [now, now])
-
-    def get(self, task_id: str) -> Task | None:
-        sql = f"SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = ?"
-        row = self.store.reader().execute(sql, (task_id,)).fetchone()
-        return None if row is None else task_from_row(row)
-
-    def tasks(
-        self, cube_id: str | None = None, status: TaskStatus | None = None, limit: int = 100
-    ) -> list[Task]:
-        check_status(status)
-        where, params = _scope(cube_id, (status,) if status else None)
-        sql = (
-            f"SELECT {TASK_COLUMNS} FROM tasks WHERE {where} "
-            "ORDER BY created_at DESC, task_id DESC LIMIT ?"
-        )
-        return [task_from_row(r) for r in self.store.reader().execute(sql, [*params, limit])]
-
-    def outstanding(self, cube_id: str | None = None) -> int:
-        where, params = _scope(cube_id, ("pending", "running"))
-        row = self.store.reader().execute(f"SELECT count(*) FROM tasks WHERE {where}", params)
-        return int(row.fetchone()[0])
-
-    def _update_running(
-        self, task_id: str, attempt: int | None, assignments: str, params: list[Any]
-    ) -> bool:
-        """Apply ``assignments`` to the task if it is running (under claim ``attempt``)."""
-        sql = f"UPDATE tasks SET {assignments} WHERE task_id = ? AND status = 'running'"
-        params = [*params, task_id]
-        if attempt is not None:
-            sql += " AND attempts = ?"
-            params.append(attempt)
-        with self.store.transaction() as conn:
-            return conn.execute(sql, params).rowcount == 1
+    def _transaction(self) -> AbstractContextManager[Any]:
+        return self.store.transaction()
 
 
 def _take_key(conn: sqlite3.Connection, dedupe_key: str) -> str | None:
@@ -187,14 +113,3 @@ def _take_key(conn: sqlite3.Connection, dedupe_key: str) -> str | None:
         return str(row["task_id"])
     conn.execute("UPDATE tasks SET dedupe_key = NULL WHERE task_id = ?", (row["task_id"],))
     return None
-
-
-def _scope(cube_id: str | None, statuses: tuple[str, ...] | None) -> tuple[str, list[Any]]:
-    clauses, params = ["1"], []
-    if cube_id is not None:
-        clauses.append("cube_id = ?")
-        params.append(cube_id)
-    if statuses:
-        clauses.append(f"status IN ({', '.join('?' * len(statuses))})")
-        params.extend(statuses)
-    return " AND ".join(clauses), params

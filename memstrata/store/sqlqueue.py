@@ -1,0 +1,131 @@
+"""What the SQL task queues share: the ``tasks`` table's statements that read a task or record an
+outcome, written once for SQLite (``?``) and PostgreSQL (``%s``).
+
+A queue of an engine subclasses ``SQLTaskQueue`` and brings what differs: ``submit`` and
+``claim`` (how claimers exclude each other), its placeholder, and how it reads rows and opens a
+write transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from memstrata.store.queue import (
+    OUTSTANDING,
+    TASK_COLUMNS,
+    Task,
+    TaskStatus,
+    check_non_negative,
+    check_positive,
+    check_status,
+    task_from_row,
+    truncate_error,
+)
+
+
+class SQLTaskQueue:
+    """``TaskQueue``'s reads and outcome writes over a ``tasks`` table (see the module doc)."""
+
+    #: the driver's parameter placeholder
+    mark = "?"
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        """Every row of one read, each readable by column name."""
+        raise NotImplementedError
+
+    def _transaction(self) -> AbstractContextManager[Any]:
+        """One write transaction, yielding a connection whose ``execute`` has ``rowcount``."""
+        raise NotImplementedError
+
+    def renew(self, task_id: str, lease_s: float, *, attempt: int | None = None) -> bool:
+        check_positive("lease_s", lease_s)
+        now = time.time()
+        m = self.mark
+        return self._update_running(
+            task_id, attempt, f"lease_until = {m}, updated_at = {m}", [now + lease_s, now]
+        )
+
+    def complete(self, task_id: str, *, attempt: int | None = None) -> bool:
+        return self._update_running(
+            task_id,
+            attempt,
+            f"status = 'done', lease_until = NULL, error = NULL, updated_at = {self.mark}",
+            [time.time()],
+        )
+
+    def fail(
+        self,
+        task_id: str,
+        error: str,
+        retry_in_s: float | None,
+        *,
+        attempt: int | None = None,
+    ) -> bool:
+        now = time.time()
+        if retry_in_s is None:
+            retry_at = None
+        else:
+            check_non_negative("retry_in_s", retry_in_s)
+            retry_at = now + retry_in_s
+        # Retry only while attempts remain; the queue enforces max_attempts whatever the caller asks.
+        at = f"CAST({self.mark} AS DOUBLE PRECISION)"
+        assignments = (
+            f"status = CASE WHEN {at} IS NOT NULL AND attempts < max_attempts "
+            f"THEN 'pending' ELSE 'failed' END, run_after = coalesce({at}, run_after), "
+            f"lease_until = NULL, error = {self.mark}, updated_at = {self.mark}"
+        )
+        params = [retry_at, retry_at, truncate_error(error), now]
+        return self._update_running(task_id, attempt, assignments, params)
+
+    def release(self, task_id: str, *, attempt: int | None = None) -> bool:
+        now = time.time()
+        assignments = (
+            f"status = 'pending', attempts = attempts - 1, run_after = {self.mark}, "
+            f"lease_until = NULL, updated_at = {self.mark}"
+        )
+        return self._update_running(task_id, attempt, assignments, [now, now])
+
+    def get(self, task_id: str) -> Task | None:
+        found = self._rows(f"SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = {self.mark}",
+                           [task_id])  # fmt: skip
+        return task_from_row(found[0]) if found else None
+
+    def tasks(
+        self, cube_id: str | None = None, status: TaskStatus | None = None, limit: int = 100
+    ) -> list[Task]:
+        check_status(status)
+        where, params = self._scope(cube_id, (status,) if status else ())
+        sql = (
+            f"SELECT {TASK_COLUMNS} FROM tasks WHERE {where} "
+            f"ORDER BY created_at DESC, task_id DESC LIMIT {self.mark}"
+        )
+        return [task_from_row(r) for r in self._rows(sql, [*params, limit])]
+
+    def outstanding(self, cube_id: str | None = None) -> int:
+        where, params = self._scope(cube_id, OUTSTANDING)
+        return int(self._rows(f"SELECT count(*) AS n FROM tasks WHERE {where}", params)[0]["n"])
+
+    def _update_running(
+        self, task_id: str, attempt: int | None, assignments: str, params: list[Any]
+    ) -> bool:
+        """Apply ``assignments`` to the task if it is running (under claim ``attempt``)."""
+        sql = f"UPDATE tasks SET {assignments} WHERE task_id = {self.mark} AND status = 'running'"
+        params = [*params, task_id]
+        if attempt is not None:
+            sql += f" AND attempts = {self.mark}"
+            params.append(attempt)
+        with self._transaction() as conn:
+            return bool(conn.execute(sql, params).rowcount == 1)
+
+    def _scope(self, cube_id: str | None, statuses: Sequence[str]) -> tuple[str, list[Any]]:
+        clauses, params = ["1 = 1"], list[Any]()
+        if cube_id is not None:
+            clauses.append(f"cube_id = {self.mark}")
+            params.append(cube_id)
+        if statuses:
+            clauses.append(f"status IN ({', '.join([self.mark] * len(statuses))})")
+            params.extend(statuses)
+        return " AND ".join(clauses), params
