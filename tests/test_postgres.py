@@ -14,6 +14,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -126,6 +127,26 @@ def test_a_schema_from_the_future_is_refused(dsn: str) -> None:
         conn.execute("INSERT INTO schema_migrations VALUES (99, 'future', 0)")
     with pytest.raises(SchemaTooNew):
         MemoryOS.open(dsn)
+
+
+def test_a_server_without_pgvector_for_us_is_one_clear_error(dsn: str) -> None:
+    """A role that may not create the ``vector`` extension, on a database without it."""
+    import psycopg
+
+    role = "memstrata_plain_" + dsn.rsplit("_", 1)[1]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN NOSUPERUSER")
+        conn.execute(f"GRANT ALL ON SCHEMA public TO {role}")
+    try:
+        parts = urlsplit(dsn)
+        plain = urlunsplit(parts._replace(netloc=f"{role}@{parts.netloc.rpartition('@')[2]}"))
+        with pytest.raises(StorageError, match="has no pgvector extension") as info:
+            MemoryOS.open(plain)
+        assert "\n" not in str(info.value) and info.value.hint
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"REVOKE ALL ON SCHEMA public FROM {role}")
+            conn.execute(f"DROP ROLE {role}")
 
 
 def test_the_cli_says_one_line_when_the_server_is_down() -> None:
