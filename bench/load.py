@@ -5,11 +5,14 @@ Run from the repository root, in the project's virtual environment::
     python bench/load.py --db /tmp/load.db                               # a new database file
     python bench/load.py --db /tmp/load/e5.db --from /tmp/bench/e5.db    # a copy of a core.py cube
     python bench/load.py --url http://127.0.0.1:8765 --key ADMIN_KEY     # a server already running
+    python bench/load.py --url http://127.0.0.1:8001 --also http://127.0.0.1:8002 --key ADMIN_KEY
 
 The clients run in this process (asyncio, one ``httpx.AsyncClient``, one connection each); the
 server in another: with ``--db`` this script starts ``memstrata --db PATH serve`` on a free
 127.0.0.1 port with a fresh ``MEMSTRATA_ADMIN_KEY`` (every other setting, ``workers`` included,
-from the environment as usual) and stops it at the end; with ``--url`` it uses that server.
+from the environment as usual) and stops it at the end; with ``--url`` it uses that server, and
+with ``--also`` more servers on the same database (docs/deploy.md): client n talks to server
+n mod the number of servers.
 
 What the clients work on:
 
@@ -45,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -89,6 +93,8 @@ class Target:
     key: str
     cube_id: str
     process: subprocess.Popen[bytes] | None = None
+    #: other servers on the same database, sharing the clients
+    also: Sequence[str] = ()
 
 
 @dataclass
@@ -222,13 +228,17 @@ async def run_load(target: Target, args: argparse.Namespace) -> tuple[Samples, f
     limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
     headers = {"Authorization": f"Bearer {target.key}"}
     asked = questions(QUESTIONS)
-    async with httpx.AsyncClient(
-        base_url=target.url, headers=headers, timeout=60, limits=limits
-    ) as http:
+    async with contextlib.AsyncExitStack() as stack:
+        https = [
+            await stack.enter_async_context(
+                httpx.AsyncClient(base_url=url, headers=headers, timeout=60, limits=limits)
+            )
+            for url in (target.url, *target.also)
+        ]
         start = time.perf_counter()
         deadline = start + args.duration
         clients = [
-            one_client(http, n, deadline, target.cube_id, asked, args, samples)
+            one_client(https[n % len(https)], n, deadline, target.cube_id, asked, args, samples)
             for n in range(args.clients)
         ]
         await asyncio.gather(*clients)
@@ -347,7 +357,7 @@ def report(
         "mix": {"adds": args.mix[0], "searches": args.mix[1]},
         "think_s": args.think,
         "top_k": args.top_k,
-        "server": args.url or "started by bench/load.py",
+        "server": " + ".join([args.url, *args.also]) if args.url else "started by bench/load.py",
         "db": str(args.db) if args.db else None,
         "copied_from": str(args.source) if args.source else None,
         "items_at_start": items,
@@ -416,6 +426,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     where.add_argument("--user", default="bench", help="with --from: its user (default bench)")
     where.add_argument("--url", help="use the server running at this URL instead")
     where.add_argument("--key", help="with --url: an admin's key, or with --cube a user's key")
+    where.add_argument("--also", action="append", default=[], metavar="URL",
+                       help="with --url: another server on the same database (repeatable)")  # fmt: skip
     where.add_argument("--cube", help="with --url: add into this cube (made by nobody here)")
     where.add_argument("--server-log", type=Path, help="server output (default: DB.server.log)")
     where.add_argument("--seed-turns", type=int, default=1000, help="turns in a new cube (1000)")
@@ -431,6 +443,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("give --db (start a server) or --url (use a running one)")
     if args.url and not args.key:
         parser.error("--url needs --key")
+    if args.also and not args.url:
+        parser.error("--also needs --url")
     if args.source and not args.db:
         parser.error("--from needs --db (the copy)")
     if args.source and not args.source.is_file():
@@ -478,9 +492,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def prepare_and_measure(args: argparse.Namespace) -> dict[str, Any]:
     if args.url:
         if args.cube:
-            return measure(Target(args.url, args.key, args.cube), args)
+            return measure(Target(args.url, args.key, args.cube, also=args.also), args)
         key, cube_id = prepare_user(args.url, args.key, args.seed_turns)
-        return measure(Target(args.url, key, cube_id), args)
+        return measure(Target(args.url, key, cube_id, also=args.also), args)
     return start_and_measure(args)
 
 
