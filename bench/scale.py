@@ -3,14 +3,17 @@
 Run from the repository root, in the project's virtual environment, on an idle machine::
 
     python bench/scale.py --postgres postgresql://postgres@127.0.0.1:55432/postgres --n 100000
-    python bench/scale.py --postgres … --n 1000000 --out bench/scale-1m.json
+    python bench/scale.py --postgres … --n 20000 --e5 /tmp/e5-20k.npz --out bench/scale-e5-20k.json
 
 One cube of N synthetic items is written through each store's ``add_items`` in batches of
 ``--batch`` (a new PostgreSQL database, made and dropped by the script; a temporary SQLite file):
 short texts from a fixed vocabulary and random unit vectors of width ``--dim`` (384, e5's), from
 a fixed seed, so both engines hold the same rows.  Random vectors have no cluster structure: the
-hardest case for an approximate index's recall.  Then ``--queries`` random unit queries are
-searched (``vector_search``, top 10, the default filters) on each engine.
+hardest case for an approximate index's recall, far below real embeddings'.  With ``--e5 FILE``
+the items are instead the first N turns of ``bench/core.py``'s conversation stream with their e5
+vectors, and the queries its questions, embedded by e5 (slow: about 32 turns/s here) and kept in
+FILE for the next run.  Then ``--queries`` queries are searched (``vector_search``, top 10, the
+default filters) on each engine.
 
 Figures: ``write`` (items/s through ``add_items``, the HNSW index maintained as rows arrive on
 PostgreSQL; its HNSW index is built in bulk when the cube reaches 10,000 vectors), ``search p50/p95`` (ms, ``vector_search`` alone), ``recall@10`` of PostgreSQL against
@@ -50,6 +53,30 @@ def rows(n: int, dim: int, seed: int = 7) -> tuple[list[str], np.ndarray]:
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     picks = rng.integers(0, len(WORDS), (n, 6))
     return [" ".join(WORDS[i] for i in p) for p in picks], vectors
+
+
+def e5_rows(cache: Path, n: int, count: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The first ``n`` turns of ``core.conversation`` with their e5 vectors, and ``count`` of
+    its questions' e5 query vectors; computed once and kept in ``cache`` (.npz)."""
+    from itertools import islice
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from core import conversation, passage_text, questions
+
+    from memstrata.config import Settings
+    from memstrata.embed import make_embedder
+
+    texts = [passage_text(m) for m in islice(conversation(), n)]
+    if cache.exists():
+        kept = np.load(cache)
+        if len(kept["vectors"]) >= n and len(kept["queries"]) >= count:
+            return texts, kept["vectors"][:n], kept["queries"][:count]
+    embedder = make_embedder("e5", Settings.load(environ={}))
+    print(f"embedding {n:,} turns with e5", file=sys.stderr)
+    vectors = np.asarray(embedder.embed_passages(texts), np.float32)
+    queries = np.asarray([embedder.embed_query(q) for q in questions(count)], np.float32)
+    np.savez(cache, vectors=vectors, queries=queries)
+    return texts, vectors, queries
 
 
 def fill(store: Store, texts: list[str], vectors: np.ndarray, batch: int, dim: int) -> float:
@@ -95,6 +122,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
+    parser.add_argument("--e5", type=Path, help="real e5 vectors of core.py's turns, cached here")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
@@ -102,8 +130,12 @@ def main() -> None:
 
     from memstrata.store.postgres import PostgresStore
 
-    texts, vectors = rows(args.n, args.dim)
-    queries = rows(args.queries, args.dim, seed=11)[1]
+    if args.e5:
+        texts, vectors, queries = e5_rows(args.e5, args.n, args.queries)
+        args.dim = vectors.shape[1]
+    else:
+        texts, vectors = rows(args.n, args.dim)
+        queries = rows(args.queries, args.dim, seed=11)[1]
     exact = np.argsort(-(queries @ vectors.T), axis=1)[:, :10]
     result: dict[str, Any] = {"n": args.n, "dim": args.dim, "queries": args.queries,
                               "cpus": os.cpu_count()}  # fmt: skip
