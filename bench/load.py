@@ -465,9 +465,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def measure(target: Target, args: argparse.Namespace) -> dict[str, Any]:
     items = warm_up(target)
     server = None if target.process is None else target.process.pid
-    before = {"server": cpu_seconds(server), "load_generator": cpu_seconds(None)}
+    # A server this script did not start is not measured (None), not taken for this process.
+    before = {"server": server and cpu_seconds(server), "load_generator": cpu_seconds(None)}
     samples, elapsed = asyncio.run(run_load(target, args))
-    after = {"server": cpu_seconds(server), "load_generator": cpu_seconds(None)}
+    after = {"server": server and cpu_seconds(server), "load_generator": cpu_seconds(None)}
     cpu = {name: _spent(before[name], after[name]) for name in before}
     return report(args, items, samples, elapsed, cpu)
 
