@@ -1,4 +1,5 @@
-"""PostgreSQL's WHERE clause for ``Filters`` (``%s`` placeholders; metadata compared as JSON)."""
+"""PostgreSQL's WHERE clause for ``Filters``: named parameters (``%(f0)s``…), so it joins any
+query's own named ones; metadata compared as JSON."""
 
 from __future__ import annotations
 
@@ -8,32 +9,34 @@ from typing import Any
 from memstrata.filters import Filters
 
 
-def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
-    """A WHERE fragment over ``items i`` for every filter, with its parameters.
+def filter_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
+    """A WHERE fragment over ``items i`` for every filter, with its parameters by name.
 
     A metadata value matches the stored JSON value equal to it; ``None`` matches a JSON null or
     a missing key (as SQLite's ``json_extract(…) IS NULL`` does).
     """
-    clauses = ["i.status = ANY(%s)"]
-    params: list[Any] = [list(filters.statuses)]
+    params: dict[str, Any] = {}
+
+    def param(value: Any) -> str:
+        name = f"f{len(params)}"
+        params[name] = value
+        return f"%({name})s"
+
+    clauses = [f"i.status = ANY({param(list(filters.statuses))})"]
     for column, values in (("tier", filters.tiers), ("type", filters.types)):
         if values is not None:
-            clauses.append(f"i.{column} = ANY(%s)")
-            params.append(list(values))
+            clauses.append(f"i.{column} = ANY({param(list(values))})")
     if filters.session_id is not None:
-        clauses.append("i.session_id = %s")
-        params.append(filters.session_id)
+        clauses.append(f"i.session_id = {param(filters.session_id)}")
     if filters.since is not None:
-        clauses.append("i.event_time >= %s")
-        params.append(filters.since.timestamp())
+        clauses.append(f"i.event_time >= {param(filters.since.timestamp())}")
     if filters.until is not None:
-        clauses.append("i.event_time <= %s")
-        params.append(filters.until.timestamp())
+        clauses.append(f"i.event_time <= {param(filters.until.timestamp())}")
     for key, value in filters.metadata.items():
         if value is None:
-            clauses.append("coalesce(i.metadata::jsonb -> %s, 'null'::jsonb) = 'null'::jsonb")
-            params.append(key)
+            clauses.append(
+                f"coalesce(i.metadata::jsonb -> {param(key)}, 'null'::jsonb) = 'null'::jsonb"
+            )
         else:
-            clauses.append("i.metadata::jsonb -> %s = %s::jsonb")
-            params.extend([key, json.dumps(value)])
+            clauses.append(f"i.metadata::jsonb -> {param(key)} = {param(json.dumps(value))}::jsonb")
     return " AND ".join(clauses), params

@@ -118,16 +118,16 @@ class PostgresItems(PostgresDatabase):
         # SQLite puts NULLs first in ascending order: the same here.
         direction = "DESC NULLS LAST" if descending else "ASC NULLS FIRST"
         sql = (
-            f"SELECT {SELECT} FROM items i WHERE i.cube_id = %s AND {where} "
-            f"ORDER BY i.{order} {direction}, i.id {direction} LIMIT %s OFFSET %s"
+            f"SELECT {SELECT} FROM items i WHERE i.cube_id = %(cube)s AND {where} "
+            f"ORDER BY i.{order} {direction}, i.id {direction} LIMIT %(limit)s OFFSET %(offset)s"
         )
-        found = self.dict_rows(sql, [cube_id, *params, limit, offset])
+        found = self.dict_rows(sql, {"cube": cube_id, "limit": limit, "offset": offset, **params})
         return [rows.item_from_dict(r) for r in found]
 
     def count_items(self, cube_id: str, filters: Filters) -> int:
         where, params = filter_sql(filters)
-        found = self.row(f"SELECT count(*) FROM items i WHERE i.cube_id = %s AND {where}",
-                         [cube_id, *params])  # fmt: skip
+        found = self.row(f"SELECT count(*) FROM items i WHERE i.cube_id = %(cube)s AND {where}",
+                         {"cube": cube_id, **params})  # fmt: skip
         return int(found[0]) if found else 0
 
     def overflowing_turns(

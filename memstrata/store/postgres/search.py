@@ -71,11 +71,10 @@ class PostgresSearch(PostgresItems):
             terms.append(prefixed)
             idfs.append(_idf(count, postings))
         where, params = filter_sql(filters)
-        named = {f"p{n}": value for n, value in enumerate(params)}
-        sql = _BM25.format(where=_named(where, len(params)))
-        found = self.rows(sql, {"terms": terms, "idfs": idfs, "query": " | ".join(terms),
-                                "cubes": list(cube_ids), "avgdl": avgdl or 1.0,
-                                "limit": limit, **named})  # fmt: skip
+        found = self.rows(_BM25.format(where=where), {
+            "terms": terms, "idfs": idfs, "query": " | ".join(terms), "cubes": list(cube_ids),
+            "avgdl": avgdl or 1.0, "limit": limit, **params,
+        })  # fmt: skip
         return [(r[0], float(r[1])) for r in found]
 
     def named_speakers(self, cube_ids: Sequence[str], names: Sequence[str]) -> set[str]:
@@ -136,12 +135,11 @@ class PostgresSearch(PostgresItems):
         distance = f"(i.vector::vector({dim})) <=> %(query)s::real[]::vector({dim})"
         sql = (
             f"SELECT i.id, {distance} AS distance FROM items i "
-            f"WHERE i.dim = {dim} AND i.cube_id = ANY(%(cubes)s) AND {_named(where, len(params))} "
+            f"WHERE i.dim = {dim} AND i.cube_id = ANY(%(cubes)s) AND {where} "
             "ORDER BY distance LIMIT %(limit)s"
         )
-        named = {f"p{n}": value for n, value in enumerate(params)}
         found = self.rows(sql, {"query": vector_param(vector), "cubes": list(cube_ids),
-                                "limit": limit, **named})  # fmt: skip
+                                "limit": limit, **params})  # fmt: skip
         return [(r[0], 1.0 - float(r[1])) for r in found]
 
 
@@ -150,14 +148,3 @@ def _idf(count: float, postings: int) -> float:
     remembered N is below n: it was counted before other writes)."""
     ratio = (count - postings + 0.5) / (postings + 0.5)
     return float(np.log(ratio)) if ratio > 1.0 else 1e-6
-
-
-def _named(where: str, count: int) -> str:
-    """``where`` with its ``%s`` placeholders named ``%(p0)s``, ``%(p1)s``… (to mix with named
-    ones)."""
-    parts = where.split("%s")
-    assert len(parts) == count + 1
-    out = parts[0]
-    for n, part in enumerate(parts[1:]):
-        out += f"%(p{n})s" + part
-    return out
