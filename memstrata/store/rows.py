@@ -8,10 +8,12 @@ objects as JSON text), so a row is written and read one way only.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, cast
 
+from memstrata.memcube import Artifact
 from memstrata.model import (
     ApiKey,
     Cube,
@@ -23,6 +25,7 @@ from memstrata.model import (
     Status,
     Tier,
     User,
+    Version,
     from_epoch,
     to_epoch,
 )
@@ -35,6 +38,9 @@ ITEM_COLUMNS = (
     "created_at", "updated_at", "valid_from", "valid_to", "merged_into", "confidence", "pinned",
     "access_count", "last_accessed_at", "heat", "sources", "segment_id",
 )  # fmt: skip
+ARTIFACT_COLUMNS = "artifact_id, kind, path, fingerprint, sha256, size_bytes, metadata, created_at"
+#: A cube's version snapshots with their items' ids, in order (``versions_by_item`` reads them).
+VERSION_COLUMNS = "v.item_id, v.version, v.snapshot, v.at, v.actor, v.reason"
 USER_COLUMNS = "user_id, name, role, created_at"
 CUBE_COLUMNS = "cube_id, name, owner, kind, settings, embedder, created_at"
 EVENT_COLUMNS = "seq, at, actor, cube_id, item_id, op, before, after, version, reason"
@@ -122,6 +128,33 @@ def _segment_id(get: Any) -> str | None:
 def to_datetime(seconds: float) -> datetime:
     """A NOT NULL time column as a UTC datetime."""
     return datetime.fromtimestamp(seconds, timezone.utc)
+
+
+def artifact_from_row(row: Sequence[Any], base: Path) -> Artifact:
+    """An ``Artifact`` from a row of ``ARTIFACT_COLUMNS``; a relative path is relative to
+    ``base`` (an absolute one stays as it is)."""
+    artifact_id, kind, path, fingerprint, sha256, size_bytes, metadata, created_at = row
+    return Artifact(
+        artifact_id=artifact_id,
+        kind=kind,
+        fingerprint=fingerprint,
+        path=base / path,
+        sha256=sha256,
+        size_bytes=size_bytes,
+        metadata=json.loads(metadata),
+        created_at=to_datetime(created_at),
+    )
+
+
+def versions_by_item(found: Iterable[Sequence[Any]]) -> dict[str, list[Version]]:
+    """Rows of ``VERSION_COLUMNS`` grouped by item id (in the order given)."""
+    versions: dict[str, list[Version]] = {}
+    for item_id, version, snapshot, at, actor, reason in found:
+        item = item_from_dict(json.loads(snapshot))
+        versions.setdefault(item_id, []).append(
+            Version(version, item, to_datetime(at), actor, reason)
+        )
+    return versions
 
 
 def fingerprint_dim(fingerprint: str | None) -> int:

@@ -10,7 +10,6 @@ a cube with artifacts can be neither exported nor imported here.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,8 +31,6 @@ from memstrata.store import rows
 from memstrata.store.postgres import writes
 from memstrata.store.postgres.connection import PostgresDatabase
 from memstrata.store.postgres.items import SELECT
-
-_ARTIFACT_COLS = "artifact_id, kind, path, fingerprint, sha256, size_bytes, metadata, created_at"
 
 
 class PostgresArchive(PostgresDatabase):
@@ -123,7 +120,7 @@ class PostgresArchive(PostgresDatabase):
                 cursor.executemany(writes.EVENT_INSERT, [_event_row(cube.cube_id, e)
                                                          for e in data.events])  # fmt: skip
                 cursor.executemany(
-                    f"INSERT INTO artifacts ({_ARTIFACT_COLS}, cube_id) "
+                    f"INSERT INTO artifacts ({rows.ARTIFACT_COLUMNS}, cube_id) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [
                         (a.artifact_id, a.kind, artifact_paths[a.artifact_id], a.fingerprint,
@@ -147,18 +144,11 @@ def _event_row(cube_id: str, e: Event) -> tuple[Any, ...]:
 
 
 def _versions(conn: Any, cube_id: str) -> dict[str, list[Version]]:
-    found: dict[str, list[Version]] = {}
-    cursor = conn.execute(
-        "SELECT v.item_id, v.version, v.snapshot, v.at, v.actor, v.reason FROM item_versions v "
-        "JOIN items i ON i.id = v.item_id WHERE i.cube_id = %s ORDER BY v.item_id, v.version",
+    return rows.versions_by_item(conn.execute(
+        f"SELECT {rows.VERSION_COLUMNS} FROM item_versions v JOIN items i ON i.id = v.item_id "
+        "WHERE i.cube_id = %s ORDER BY v.item_id, v.version",
         (cube_id,),
-    )
-    for item_id, version, snapshot, at, actor, reason in cursor:
-        item = rows.item_from_dict(json.loads(snapshot))
-        found.setdefault(item_id, []).append(
-            Version(version, item, rows.to_datetime(at), actor, reason)
-        )
-    return found
+    ))  # fmt: skip
 
 
 def _vectors(conn: Any, cube_id: str, embedder: str | None) -> tuple[list[str], Vectors]:
@@ -182,23 +172,11 @@ def _vectors(conn: Any, cube_id: str, embedder: str | None) -> tuple[list[str], 
 
 def _artifacts(conn: Any, base: Path, cube_id: str) -> list[Artifact]:
     found = conn.execute(
-        f"SELECT {_ARTIFACT_COLS} FROM artifacts WHERE cube_id = %s "
+        f"SELECT {rows.ARTIFACT_COLUMNS} FROM artifacts WHERE cube_id = %s "
         "ORDER BY created_at, artifact_id",
         (cube_id,),
-    ).fetchall()
-    return [
-        Artifact(
-            artifact_id=artifact_id,
-            kind=kind,
-            fingerprint=fingerprint,
-            path=base / path,  # an absolute path stays as it is
-            sha256=sha256,
-            size_bytes=size_bytes,
-            metadata=json.loads(metadata),
-            created_at=rows.to_datetime(created_at),
-        )
-        for artifact_id, kind, path, fingerprint, sha256, size_bytes, metadata, created_at in found
-    ]
+    )
+    return [rows.artifact_from_row(row, base) for row in found]
 
 
 def _refuse_taken(conn: Any, data: MemCube) -> None:

@@ -14,7 +14,6 @@ Artifact files live beside the database: ``<db file>.artifacts/<cube_id>/``; a r
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
@@ -36,8 +35,6 @@ from memstrata.model import Event, MemoryItem, Version, to_epoch
 from memstrata.store import rows
 from memstrata.store.sqlite import writes
 from memstrata.store.sqlite.connection import SQLiteDatabase
-
-_ARTIFACT_COLS = "artifact_id, kind, path, fingerprint, sha256, size_bytes, metadata, created_at"
 
 
 class SQLiteArchive(SQLiteDatabase):
@@ -132,19 +129,12 @@ def _events(conn: sqlite3.Connection, cube_id: str) -> list[Event]:
     return [rows.event_from_row(r) for r in conn.execute(sql, (cube_id,))]
 
 
-def _versions(conn: sqlite3.Connection, cube_id: str) -> dict[str, list[Version]]:
-    found: dict[str, list[Version]] = {}
-    cursor = conn.execute(
-        "SELECT v.item_id, v.version, v.snapshot, v.at, v.actor, v.reason FROM item_versions v "
-        "JOIN items i ON i.id = v.item_id WHERE i.cube_id = ? ORDER BY v.item_id, v.version",
+def _versions(conn: Any, cube_id: str) -> dict[str, list[Version]]:
+    return rows.versions_by_item(conn.execute(
+        f"SELECT {rows.VERSION_COLUMNS} FROM item_versions v JOIN items i ON i.id = v.item_id "
+        "WHERE i.cube_id = ? ORDER BY v.item_id, v.version",
         (cube_id,),
-    )
-    for item_id, version, snapshot, at, actor, reason in cursor:
-        item = rows.item_from_dict(json.loads(snapshot))
-        found.setdefault(item_id, []).append(
-            Version(version, item, rows.to_datetime(at), actor, reason)
-        )
-    return found
+    ))  # fmt: skip
 
 
 def _vectors(
@@ -168,24 +158,13 @@ def _vectors(
     return [r[0] for r in found], matrix.reshape(len(found), dim)
 
 
-def _artifacts(conn: sqlite3.Connection, base: Path, cube_id: str) -> list[Artifact]:
+def _artifacts(conn: Any, base: Path, cube_id: str) -> list[Artifact]:
     found = conn.execute(
-        f"SELECT {_ARTIFACT_COLS} FROM artifacts WHERE cube_id = ? ORDER BY created_at, artifact_id",
+        f"SELECT {rows.ARTIFACT_COLUMNS} FROM artifacts WHERE cube_id = ? "
+        "ORDER BY created_at, artifact_id",
         (cube_id,),
-    ).fetchall()
-    return [
-        Artifact(
-            artifact_id=artifact_id,
-            kind=kind,
-            fingerprint=fingerprint,
-            path=base / path,  # an absolute path stays as it is
-            sha256=sha256,
-            size_bytes=size_bytes,
-            metadata=json.loads(metadata),
-            created_at=rows.to_datetime(created_at),
-        )
-        for artifact_id, kind, path, fingerprint, sha256, size_bytes, metadata, created_at in found
-    ]
+    )
+    return [rows.artifact_from_row(row, base) for row in found]
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -243,7 +222,7 @@ def _insert_artifacts(
     conn: sqlite3.Connection, data: MemCube, artifact_paths: Mapping[str, str]
 ) -> None:
     conn.executemany(
-        f"INSERT INTO artifacts ({_ARTIFACT_COLS}, cube_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO artifacts ({rows.ARTIFACT_COLUMNS}, cube_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (a.artifact_id, a.kind, artifact_paths[a.artifact_id], a.fingerprint, a.sha256,
              a.size_bytes, rows.dumps(a.metadata), to_epoch(a.created_at), data.cube.cube_id)
