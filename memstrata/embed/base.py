@@ -24,7 +24,8 @@ import importlib
 import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
@@ -155,6 +156,37 @@ def import_backend(module: str, extra: str | None) -> ModuleType:
 
 
 #: ``embed_passages`` calls with at most this many texts go before larger ones.
+#: Query vectors each embedder remembers (about 1.5 KB each at 384 dimensions): an agent asks
+#: the same question again (a retry, a context after a search, a page of results), and the same
+#: text always gets the same vector, so it is embedded once.
+QUERY_CACHE_SIZE = 1024
+
+
+class QueryCache:
+    """The last ``size`` query vectors by text, least recently used dropped first.  Thread-safe;
+    hands out copies, so a caller changing its vector cannot change the cache's."""
+
+    def __init__(self, size: int = QUERY_CACHE_SIZE) -> None:
+        self._size = size
+        self._vectors: OrderedDict[str, Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str, embed: Callable[[str], Vectors]) -> Vectors:
+        """The vector of ``text``: remembered, or ``embed(text)`` (then remembered)."""
+        with self._lock:
+            found = self._vectors.get(text)
+            if found is not None:
+                self._vectors.move_to_end(text)
+                copied: Vectors = found.copy()
+                return copied
+        vector = embed(text)
+        with self._lock:
+            self._vectors[text] = vector.copy()
+            if len(self._vectors) > self._size:
+                self._vectors.popitem(last=False)
+        return vector
+
+
 URGENT_TEXTS = 4
 #: Texts per engine call for larger calls (each call holds the engine; see ``_UrgentFirstLock``).
 BULK_TEXTS = 8
@@ -240,6 +272,7 @@ class LocalEmbedder(ABC, Generic[EngineT]):
         self._lock = _UrgentFirstLock(beside_bulk=self._reentrant)
         self._load_lock = threading.Lock()
         self._engine: EngineT | None = None
+        self._queries = QueryCache()
 
     @property
     def dim(self) -> int:
@@ -261,7 +294,11 @@ class LocalEmbedder(ABC, Generic[EngineT]):
         return concat_rows(parts, self.dim)
 
     def embed_query(self, text: str) -> Vectors:
-        """``(dim,)`` unit-norm float32 vector for a search query."""
+        """``(dim,)`` unit-norm float32 vector for a search query (remembered: ``QueryCache``)."""
+        return self._queries.get(text, self.embed_query_uncached)
+
+    def embed_query_uncached(self, text: str) -> Vectors:
+        """``embed_query`` by the model every time (benchmarks time the model with it)."""
         vector: Vectors = self._run(check_texts([text]), query=True, urgent=True)[0]
         return vector
 

@@ -21,7 +21,14 @@ import numpy.typing as npt
 
 from memstrata.closing import Closing
 from memstrata.config import Settings
-from memstrata.embed.base import Vectors, batched, check_texts, concat_rows, normalise
+from memstrata.embed.base import (
+    QueryCache,
+    Vectors,
+    batched,
+    check_texts,
+    concat_rows,
+    normalise,
+)
 from memstrata.errors import EmbeddingError
 
 _PROBE = "dimension"
@@ -43,6 +50,7 @@ class OpenAIEmbedder(Closing):
         self._client = httpx.Client(headers=headers, timeout=settings.openai_timeout_s)
         self._dim: int | None = None
         self._lock = threading.Lock()
+        self._queries = QueryCache()
 
     @property
     def dim(self) -> int:
@@ -58,9 +66,9 @@ class OpenAIEmbedder(Closing):
         return concat_rows(parts, self.dim)
 
     def embed_query(self, text: str) -> Vectors:
-        """``(dim,)`` unit-norm float32 vector for a search query."""
-        vector: Vectors = self._request(check_texts([text]))[0]
-        return vector
+        """``(dim,)`` unit-norm float32 vector for a search query (remembered: ``QueryCache``,
+        so a repeated question costs no request)."""
+        return self._queries.get(text, lambda one: self._request(check_texts([one]))[0])
 
     def close(self) -> None:
         """Close the pooled HTTP connections."""

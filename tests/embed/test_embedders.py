@@ -139,6 +139,25 @@ def test_local_query_is_closest_to_its_passage(local: Embedder, language: str) -
     assert scores[0] > scores[1]
 
 
+def test_local_query_is_embedded_once_and_cannot_be_changed_from_outside(
+    local: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    encode = local._encode  # type: ignore[attr-defined]
+
+    def counted(engine: object, texts: list[str], query: bool) -> np.ndarray:
+        calls.append(len(texts))
+        return encode(engine, texts, query)
+
+    monkeypatch.setattr(local, "_encode", counted)
+    first = local.embed_query("where did Ann go hiking last spring?")
+    first[:] = 0.0  # the caller's copy only
+    again = local.embed_query("where did Ann go hiking last spring?")
+    assert calls == [1] and np.linalg.norm(again) == pytest.approx(1.0, abs=1e-5)
+    local.embed_query("something else")
+    assert calls == [1, 1]
+
+
 def test_local_fingerprint(local: Embedder) -> None:
     model_id, dim = fingerprint(local).rsplit("/", 1)
     assert (model_id, int(dim)) == (local.model_id, LOCAL_DIMS[local.name])
@@ -232,6 +251,8 @@ def test_openai_dim_probes_before_first_call(httpserver: HTTPServer, openai: Emb
     assert openai.embed_passages([]).shape == (0, 4)
     assert len(httpserver.log) == 1
     np.testing.assert_allclose(openai.embed_query("query"), expected(["query"])[0], atol=1e-6)
+    openai.embed_query("query")  # asked again: remembered, no second request
+    assert len(httpserver.log) == 2
 
 
 def test_openai_without_key_sends_no_authorization(httpserver: HTTPServer) -> None:
