@@ -1,9 +1,9 @@
 """Which engine a database address opens, and which task queue goes with it.
 
 ``open_store(settings)``: ``postgresql://…`` (or ``postgres://…``, or libpq's ``key=value``
-form) opens ``PostgresStore``; any other address is an SQLite file (``SQLiteStore``).  ``open_queue(settings, store)``: the Redis
-stream at ``settings.redis_url`` when one is set, else the queue kept in the store's own
-database (``store_queue``).
+form) opens ``PostgresStore``; any other address is an SQLite file (``SQLiteStore``).
+``open_queue(settings, store)``: the Redis stream at ``settings.redis_url`` when one is set, else
+the queue kept in the store's own database (``store_queue``).
 """
 
 from __future__ import annotations
