@@ -14,9 +14,8 @@ class PostgresCubes(PostgresDatabase):
 
     def put_cube(self, cube: Cube) -> None:
         with self.transaction() as conn:
-            if conn.execute("SELECT 1 FROM cubes WHERE cube_id = %s", (cube.cube_id,)).fetchone():
+            if not writes.insert_cube(conn, cube):
                 raise AlreadyExists("cube", cube.cube_id)
-            writes.insert_cube(conn, cube)
             after = {"name": cube.name}
             writes.event(conn, cube.owner, cube.cube_id, None, "create_cube", after=after)
             self.put_grant(Grant(cube.cube_id, cube.owner, "admin", cube.owner, cube.created_at))

@@ -101,7 +101,8 @@ class PostgresArchive(PostgresDatabase):
         cube, now = data.cube, time.time()
         with self.transaction() as conn:
             _refuse_taken(conn, data)
-            writes.insert_cube(conn, cube)
+            if not writes.insert_cube(conn, cube):  # taken since the check, by another writer
+                raise AlreadyExists("cube", cube.cube_id)
             conn.execute(
                 "INSERT INTO grants (cube_id, user_id, permission, granted_by, granted_at) "
                 "VALUES (%s, %s, 'admin', %s, %s)",

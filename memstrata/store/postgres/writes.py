@@ -96,12 +96,16 @@ def ensure_index(conn: Any, dim: int) -> None:
         conn.execute(statement)
 
 
-def insert_cube(conn: Any, cube: Cube) -> None:
-    """The cube's row (no grant, no event: the caller's)."""
-    conn.execute(
-        f"INSERT INTO cubes ({rows.CUBE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-        (cube.cube_id, cube.name, cube.owner, cube.kind, rows.dumps(cube.settings),
-         cube.embedder, to_epoch(cube.created_at)),
+def insert_cube(conn: Any, cube: Cube) -> bool:
+    """The cube's row (no grant, no event: the caller's); False, writing nothing, when its id is
+    taken (also by a concurrent writer: the caller raises ``AlreadyExists``)."""
+    return bool(
+        conn.execute(
+            f"INSERT INTO cubes ({rows.CUBE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (cube_id) DO NOTHING",
+            (cube.cube_id, cube.name, cube.owner, cube.kind, rows.dumps(cube.settings),
+             cube.embedder, to_epoch(cube.created_at)),
+        ).rowcount
     )  # fmt: skip
 
 
