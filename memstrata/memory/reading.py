@@ -22,6 +22,7 @@ from memstrata.retrieval.history import search_as_of
 from memstrata.retrieval.pack import Context, pack
 from memstrata.retrieval.question import subjects
 from memstrata.retrieval.search import expand_chain, expand_to_sources, hybrid_search
+from memstrata.retrieval.stages import CLOCK
 
 #: A context searches one candidate per this many tokens of budget (at least 20); more than
 #: fit, since a fact and its turn collapse into one and the chain adds turns.
@@ -126,7 +127,8 @@ class Reading:
                 recent.extend(self._store.list_items(cube.cube_id, working))
             recent.sort(key=lambda i: (i.event_time, i.id))
         profile = [a.text for a in self._profile(cubes)]
-        return pack(hits, recent, budget_tokens, profile=profile)
+        with CLOCK.timed("pack"):
+            return pack(hits, recent, budget_tokens, profile=profile)
 
     def recall(
         self, query: str, *, user_id: str, cube_id: str, budget_tokens: int = 1000

@@ -12,6 +12,7 @@ from memstrata.model import Hit, MemoryItem
 from memstrata.retrieval.decompose import decompose, interleave
 from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
 from memstrata.retrieval.question import dates, near, subjects, without_subjects
+from memstrata.retrieval.stages import CLOCK
 from memstrata.store.base import SearchIndex, Store
 
 
@@ -79,20 +80,24 @@ def _search_one(
     neighbour_weight: float,
 ) -> list[Hit]:
     width = candidate_width(settings, top_k)
-    named = subjects(store, query, cube_ids)
-    vector = embedder.embed_query(without_subjects(query, named) if named else query)
-    fused = fuse_channels(
-        store.keyword_search(
+    with CLOCK.timed("question"):
+        named = subjects(store, query, cube_ids)
+        days = dates(query)
+    with CLOCK.timed("embed"):
+        vector = embedder.embed_query(without_subjects(query, named) if named else query)
+    with CLOCK.timed("keyword"):
+        keyword = store.keyword_search(
             query, cube_ids, filters, width, max_postings=settings.keyword_max_postings
-        ),
-        store.vector_search(vector, cube_ids, filters, width),
-        settings,
-    )
-    items = {item.id: item for item in store.get_items([item_id for item_id, _, _ in fused])}
+        )
+    with CLOCK.timed("dense"):
+        dense = store.vector_search(vector, cube_ids, filters, width)
+    fused = fuse_channels(keyword, dense, settings)
+    with CLOCK.timed("fetch"):
+        items = {item.id: item for item in store.get_items([item_id for item_id, _, _ in fused])}
     hits = [Hit(items[i], score, ranks) for i, score, ranks in fused if i in items]
     if neighbour_weight > 0:
-        hits = smooth_neighbours(store, hits, filters, neighbour_weight)
-    days = dates(query)
+        with CLOCK.timed("neighbours"):
+            hits = smooth_neighbours(store, hits, filters, neighbour_weight)
     if named or days:
         hits = sorted(_weighed(hits, named, days), key=lambda h: -h.score)
     return hits[:top_k]

@@ -8,6 +8,7 @@ Written by hand: three families of the server's own, plus the caller's cubes fro
     memstrata_items{cube_id,tier,type}                            gauge: live items
     memstrata_pending_tasks{cube_id}                              gauge
     memstrata_llm_{calls,prompt_tokens,completion_tokens}_total{cube_id}   counters
+    memstrata_search_stage_seconds{stage}                         histogram: retrieval.stages
 
 ``route`` is the route's path template (``/memories/{cube_id}``), or ``unmatched`` for a path that
 is no endpoint, so the number of series stays bounded whatever clients send.  Durations are
@@ -24,6 +25,9 @@ from typing import Any
 
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memstrata.retrieval.stages import BUCKETS as STAGE_BUCKETS
+from memstrata.retrieval.stages import Timings
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: Upper bounds (seconds) of the latency histogram's buckets.
@@ -97,6 +101,19 @@ def stats_lines(stats: Mapping[str, Any]) -> Iterator[str]:
         for cube_id, cube in sorted(stats.items()):
             value = cube.get("llm_usage", {}).get(counter, 0)
             yield f"{name}{_labels({'cube_id': cube_id})} {value}"
+
+
+def stage_lines(timings: Mapping[str, Timings]) -> Iterator[str]:
+    """Each search stage's histogram (``retrieval.stages``): where searches spend their time."""
+    name = "memstrata_search_stage_seconds"
+    yield f"# HELP {name} Wall-clock seconds of each stage of the searches of this process."
+    yield f"# TYPE {name} histogram"
+    for stage, t in timings.items():
+        for bound, n in zip(STAGE_BUCKETS, t.buckets, strict=True):
+            yield f"{name}_bucket{_labels({'stage': stage, 'le': repr(bound)})} {n}"
+        yield f"{name}_bucket{_labels({'stage': stage, 'le': '+Inf'})} {t.count}"
+        yield f"{name}_sum{_labels({'stage': stage})} {t.seconds!r}"
+        yield f"{name}_count{_labels({'stage': stage})} {t.count}"
 
 
 def _names(key: _Key) -> dict[str, str]:

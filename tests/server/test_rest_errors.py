@@ -143,3 +143,20 @@ def test_metrics_count_requests_by_route_and_status(owner_cube: OwnerCube, serve
         assert line.startswith("#") or re.fullmatch(r"[a-z_]+(\{.*\})? [0-9.e+-]+", line), line
     assert text.endswith("\n")
     _error(server.client().get("/metrics"), 401, "unauthenticated")
+
+
+def test_metrics_say_where_searches_spend_their_time(owner_cube: OwnerCube) -> None:
+    owner, _ = owner_cube
+
+    def counts() -> dict[str, int]:
+        lines = owner.http.get("/metrics").text.splitlines()
+        name = "memstrata_search_stage_seconds_count"
+        return {re.findall(r'stage="(\w+)"', line)[0]: int(line.rsplit(" ", 1)[1])
+                for line in lines if line.startswith(name)}  # fmt: skip
+
+    before = counts()
+    assert owner.http.post("/search", json={"query": "Where did Ann move?"}).status_code == 200
+    assert owner.http.post("/context", json={"query": "Ann's cat"}).status_code == 200
+    after = counts()
+    for stage in ("question", "embed", "keyword", "dense", "fetch", "pack"):
+        assert after[stage] > before[stage], stage

@@ -8,6 +8,7 @@ from fastapi import Query, Request
 from fastapi.responses import PlainTextResponse
 
 from memstrata.limits import MAX_TOP_K
+from memstrata.retrieval.stages import CLOCK
 from memstrata.scheduler import Task, TaskStatus
 from memstrata.server import metrics
 from memstrata.server.auth import Caller, Memory
@@ -60,11 +61,12 @@ def wait(memory: Memory, user: Caller, body: WaitIn | None = None) -> WaitOut:
     "/metrics",
     response_class=PlainTextResponse,
     responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}, **JSON_ERRORS},
-    summary="Prometheus metrics: requests, latency, the caller's cubes",
+    summary="Prometheus metrics: requests, latency, search stages, the caller's cubes",
 )
 def prometheus(request: Request, memory: Memory, user: Caller) -> PlainTextResponse:
-    """Request counts and latency for the whole server; item counts for the caller's cubes."""
+    """Request counts and latency and the search stages' durations for the whole server; item
+    counts for the caller's cubes."""
     registry = cast(metrics.Metrics, request.app.state.metrics)
     stats: dict[str, Any] = memory.stats(user_id=user.user_id)
-    lines = [*registry.lines(), *metrics.stats_lines(stats)]
+    lines = [*registry.lines(), *metrics.stats_lines(stats), *metrics.stage_lines(CLOCK.snapshot())]
     return PlainTextResponse("\n".join(lines) + "\n", media_type=metrics.CONTENT_TYPE)
