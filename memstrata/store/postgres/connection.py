@@ -163,56 +163,48 @@ class PostgresDatabase:
     @contextmanager
     def connection(self) -> Iterator[Any]:
         """A connection to read with: this thread's open transaction's, else a pooled one."""
+        with self._held_or_new("reading", None) as conn:
+            yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One write transaction (nested uses join the outer one); committed before returning."""
+        with self._held_or_new("write to", "") as conn:
+            yield conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Any]:
+        """A connection inside one read-only repeatable-read transaction: one consistent view
+        however many queries are made, while others write."""
+        with self._held_or_new("reading", "ISOLATION LEVEL REPEATABLE READ READ ONLY") as conn:
+            yield conn
+
+    @contextmanager
+    def _held_or_new(self, doing: str, transaction: str | None) -> Iterator[Any]:
+        """This thread's open transaction's connection, else a pooled one: in a transaction
+        of its own (``SET TRANSACTION`` + ``transaction``, when not None) that this thread's
+        nested calls join, driver errors raised as ``StorageError`` ("<doing> <where> failed")."""
         held = getattr(self._local, "conn", None)
         if held is not None:
             yield held
             return
         try:
             with self._acquire() as conn:
-                yield conn
-        except MemstrataError:
-            raise
-        except psycopg.Error as exc:
-            raise StorageError(f"reading {self.where} failed: {first_line(exc)}") from exc
-
-    @contextmanager
-    def transaction(self) -> Iterator[Any]:
-        """One write transaction (nested uses join the outer one); committed before returning."""
-        held = getattr(self._local, "conn", None)
-        if held is not None:
-            yield held
-            return
-        try:
-            with self._acquire() as conn, conn.transaction():
-                self._local.conn = conn
-                try:
+                if transaction is None:
                     yield conn
-                finally:
-                    self._local.conn = None
+                    return
+                with conn.transaction():
+                    if transaction:
+                        conn.execute(f"SET TRANSACTION {transaction}")
+                    self._local.conn = conn
+                    try:
+                        yield conn
+                    finally:
+                        self._local.conn = None
         except MemstrataError:
             raise
         except psycopg.Error as exc:
-            raise StorageError(f"write to {self.where} failed: {first_line(exc)}") from exc
-
-    @contextmanager
-    def snapshot(self) -> Iterator[Any]:
-        """A connection inside one read-only repeatable-read transaction: one consistent view
-        however many queries are made, while others write."""
-        if getattr(self._local, "conn", None) is not None:
-            yield self._local.conn
-            return
-        try:
-            with self._acquire() as conn, conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                self._local.conn = conn
-                try:
-                    yield conn
-                finally:
-                    self._local.conn = None
-        except MemstrataError:
-            raise
-        except psycopg.Error as exc:
-            raise StorageError(f"reading {self.where} failed: {first_line(exc)}") from exc
+            raise StorageError(f"{doing} {self.where} failed: {first_line(exc)}") from exc
 
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
         """Every row of one read, as tuples."""
