@@ -106,6 +106,12 @@ class Settings:
             "keyword channel cost cap: the rarest query terms are kept up to this many matches"
         ),
     )
+    vector_index_min_items: int = field(
+        default=20000,
+        metadata=_help(
+            "SQLite: cubes of this many items get an approximate (HNSW) dense index; 0: never"
+        ),
+    )
     keyword_weight: float = field(default=1.0, metadata=_help("weight of the BM25 channel"))
     dense_weight: float = field(default=1.0, metadata=_help("weight of the vector channel"))
     reader: str = field(

@@ -18,6 +18,7 @@ from memstrata.config import Settings
 from memstrata.embed import Embedder
 from memstrata.llm import LLM
 from memstrata.memory.access import Access
+from memstrata.retrieval.indexing import IndexTasks
 from memstrata.scheduler import Scheduler
 from memstrata.store.base import Store
 from memstrata.tiers.tasks import TierTasks
@@ -38,6 +39,8 @@ class Components:
     scheduler: Scheduler
     tiers: TierTasks
     access: Access
+    #: queues the approximate dense index's builds
+    index: IndexTasks
     #: the runtime settings last read from the database (JSON text), to see a change
     _runtime: str | None = field(default=None, repr=False)
 

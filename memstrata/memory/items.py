@@ -148,7 +148,10 @@ class Items:
     def _store_new(self, items: list[MemoryItem]) -> list[str]:
         embedder = self._parts.embedder
         vectors = embedder.embed_passages([embedding_text(i) for i in items])
-        return self._store.add_items(items, vectors, fingerprint(embedder))
+        ids = self._store.add_items(items, vectors, fingerprint(embedder))
+        for cube_id in dict.fromkeys(i.cube_id for i in items):
+            self._parts.index.added(cube_id)
+        return ids
 
     def list_memories(
         self,

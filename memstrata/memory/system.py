@@ -37,6 +37,7 @@ from memstrata.memory.governance import Governance
 from memstrata.memory.items import Items
 from memstrata.memory.principals import Principals
 from memstrata.memory.reading import Reading
+from memstrata.retrieval.indexing import IndexTasks
 from memstrata.scheduler import Scheduler, TaskQueue
 from memstrata.store.base import Store
 from memstrata.store.engines import open_queue, open_store
@@ -78,7 +79,10 @@ class MemoryOS(Closing):
         reader_llm = llm if settings.reader == "llm" else None
         self.tiers = TierTasks(store, embedder, self.scheduler, llm=reader_llm)
         access = Access(store, embedder)
-        parts = Components(store, embedder, settings, llm, self.scheduler, self.tiers, access)
+        index = IndexTasks(store, self.scheduler)
+        parts = Components(
+            store, embedder, settings, llm, self.scheduler, self.tiers, access, index
+        )
         self._parts = parts
         self._principals = Principals(parts)
         self._items = Items(parts)

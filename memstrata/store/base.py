@@ -223,6 +223,14 @@ class SearchIndex(Protocol):
     def next_turns(self, cube_id: str, item_ids: Sequence[str]) -> dict[str, str]:
         """For each of these turns, the next searchable turn of its session (see ``ItemStore``)."""
 
+    def vector_index_due(self, cube_id: str) -> bool:
+        """Whether ``build_vector_index`` has work worth a background task (cheap: called after
+        each add); always False for an engine that keeps its dense index itself."""
+
+    def build_vector_index(self, cube_id: str) -> int:
+        """Build or extend the cube's approximate dense index (slow: run it in the background,
+        never on the add or search path); returns how many vectors it took in."""
+
     def named_speakers(self, cube_ids: Sequence[str], names: Sequence[str]) -> set[str]:
         """Which of ``names`` (compared without regard to case) speak in a searchable item of
         these cubes, each spelt as stored."""

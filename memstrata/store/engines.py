@@ -44,6 +44,8 @@ def open_store(settings: Settings) -> Store:
         settings.db,
         busy_timeout_ms=settings.busy_timeout_ms,
         keyword_max_postings=settings.keyword_max_postings,
+        vector_index_min_items=settings.vector_index_min_items,
+        vector_index_threads=settings.embed_threads,
     )
 
 

@@ -77,6 +77,13 @@ class PostgresSearch(PostgresItems):
         })  # fmt: skip
         return [(r[0], float(r[1])) for r in found]
 
+    def vector_index_due(self, cube_id: str) -> bool:
+        # The HNSW index is PostgreSQL's own, kept by the server as rows are written.
+        return False
+
+    def build_vector_index(self, cube_id: str) -> int:
+        return 0
+
     def named_speakers(self, cube_ids: Sequence[str], names: Sequence[str]) -> set[str]:
         # One index seek per (cube, name) on items_cube_speaker, stopping at the first live item.
         sql = (

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -65,10 +66,14 @@ class SQLiteDatabase:
         synchronous: str = "FULL",
         keyword_max_postings: int = 5000,
         foreign_keys: bool = True,
+        vector_index_min_items: int = 0,
+        vector_index_threads: int = 1,
     ) -> None:
         """Open (creating and migrating if needed) the database at ``path``.
 
         ``foreign_keys=False`` only for a scratch copy holding items without their cubes' rows.
+        ``vector_index_min_items`` > 0: cubes of that many items get an approximate dense index
+        (built by ``build_vector_index``, kept in ``<path>.vindex/``; see ``vectors.py``).
         Raises ``NotOurDatabase``, ``SchemaTooNew`` or ``StorageError``.
         """
         self.path = str(path)
@@ -88,7 +93,12 @@ class SQLiteDatabase:
         # reader of a thread that has ended is closed when the next one is opened.
         self._readers: dict[threading.Thread, sqlite3.Connection] = {}
         self._readers_lock = threading.Lock()
-        self._vectors = VectorCache()
+        folder = None if self._in_memory else Path(f"{self.path}.vindex")
+        self._vectors = VectorCache(
+            folder, index_min_items=vector_index_min_items, threads=vector_index_threads
+        )
+        #: rows added per cube by this process since ``vector_index_due`` last looked
+        self._added_since: Counter[str] = Counter()
         if not self._in_memory:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._writer = self._connect()
@@ -220,9 +230,10 @@ class SQLiteDatabase:
             self._readers.clear()
 
     def _forget(self, cube_ids: Iterable[str]) -> None:
-        """Drop what the caches know of these cubes (after a write that removed content)."""
+        """Drop what the caches know of these cubes (after a write that removed content), and
+        their approximate indexes, which may hold vectors of what was removed."""
         for cube_id in cube_ids:
-            self._vectors.forget(cube_id)
+            self._vectors.forget(cube_id, drop_index=True)
         self._postings.clear()
 
     # -- meta --------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ class SQLiteItems(SQLiteDatabase):
             writes.insert_items(conn, [f[0] for f in fresh], [f[1] for f in fresh], embedder)
             for item, _ in fresh:
                 _created(conn, item)
+        self._added_since.update(item.cube_id for item, _ in fresh)
         return ids
 
     def update_item(
@@ -200,7 +201,7 @@ class SQLiteItems(SQLiteDatabase):
                 conn.execute("UPDATE items SET seq = ? WHERE rid = ?", (seq, rid[0]))
             conn.execute("UPDATE cubes SET embedder = ? WHERE cube_id = ?", (embedder, cube_id))
             writes.event(conn, None, cube_id, None, "reembed", after={"embedder": embedder})
-        self._vectors.forget(cube_id)
+        self._vectors.forget(cube_id, drop_index=True)
 
 
 # -- helpers (all run inside a write transaction) -------------------------------------------

@@ -15,6 +15,10 @@ from memstrata.store.sqlite import clauses
 from memstrata.store.sqlite.items import LIVE, SQLiteItems
 from memstrata.text import any_of, cube_prefix, query_terms
 
+#: Rows added to a cube (by one process) between looks at whether its index is due, and rows
+#: past the index's watermark that make an extension worth a background task.
+INDEX_STEP = 2000
+
 
 class SQLiteSearch(SQLiteItems):
     """``SearchIndex`` over the items (``get_items`` and ``next_turns`` are ``SQLiteItems``')."""
@@ -113,10 +117,37 @@ class SQLiteSearch(SQLiteItems):
         found.sort(key=lambda hit: -hit[1])
         return found[:limit]
 
+    def vector_index_due(self, cube_id: str) -> bool:
+        """Whether the cube's approximate index should be built or extended now.
+
+        Cheap on the add path: it looks at the database only after ``INDEX_STEP`` rows were
+        added to the cube by this process since it last looked, and then counts at most
+        ``INDEX_STEP`` rows past the saved index's watermark (or the minimum size, without one).
+        """
+        minimum = self._vectors.index_min_items
+        if minimum <= 0 or self._added_since[cube_id] < min(INDEX_STEP, minimum):
+            return False
+        self._added_since[cube_id] = 0
+        watermark = self._vectors.watermark(cube_id)
+        need = minimum if watermark is None else INDEX_STEP
+        (count,) = (
+            self.reader()
+            .execute(
+                "SELECT count(*) FROM (SELECT 1 FROM items WHERE cube_id = ? AND seq > ? LIMIT ?)",
+                (cube_id, watermark or 0, need),
+            )
+            .fetchone()
+        )
+        return bool(count >= need)
+
+    def build_vector_index(self, cube_id: str) -> int:
+        """Build or extend the cube's approximate dense index (``VectorCache.build_index``)."""
+        return self._vectors.build_index(cube_id, self._changed_rows)
+
     def _changed_rows(self, cube_id: str, since_seq: int) -> Iterator[tuple[Any, ...]]:
         """The mirror's rows (``vectors.Row``) of items changed after ``since_seq``, by seq."""
         cursor = self.reader().execute(
-            "SELECT i.id, i.seq, i.status, i.tier, i.type, i.session_id, i.event_time, v.vector "
+            "SELECT i.id, i.rid, i.seq, i.status, i.tier, i.type, i.session_id, i.event_time, v.vector "
             "FROM items i LEFT JOIN vectors v ON v.rid = i.rid "
             "WHERE i.cube_id = ? AND i.seq > ? ORDER BY i.seq",
             (cube_id, since_seq),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,13 +21,19 @@ from threadpoolctl import ThreadpoolController
 
 from memstrata.filters import Filters
 from memstrata.model import ITEM_TYPES, STATUSES, TIERS
+from memstrata.store.sqlite import ann
+from memstrata.store.sqlite.ann import AnnIndex
 
 _STATUS = {s: i for i, s in enumerate(STATUSES)}
 _TIER = {s: i for i, s in enumerate(TIERS)}
 _TYPE = {s: i for i, s in enumerate(ITEM_TYPES)}
 
-#: Row shape ``apply()`` takes: id, seq, status, tier, type, session_id, event_time, vector blob.
-Row = tuple[str, int, str, str, str, "str | None", float, "bytes | None"]
+#: Row shape ``apply()`` takes: id, rid, seq, status, tier, type, session_id, event_time, vector.
+Row = tuple[str, int, int, str, str, str, "str | None", float, "bytes | None"]
+
+#: Below this share of the cube passing the filters, the exact scan of those rows is cheaper
+#: than asking the approximate index for enough candidates.
+ANN_MIN_SHARE = 0.05
 
 
 class CubeVectors:
@@ -39,6 +46,10 @@ class CubeVectors:
         self.n = 0
         self.ids: list[str] = []
         self._pos: dict[str, int] = {}
+        self._pos_of_rid: dict[int, int] = {}
+        #: the approximate index in use (``ann.AnnIndex``), and its stale rows' positions
+        self.ann: AnnIndex | None = None
+        self._ann_stale = np.zeros(0, np.int64)
         self._sessions: dict[str | None, int] = {None: -1}
         self.matrix = np.zeros((0, 0), np.float32)
         self.status = np.zeros(0, np.int8)
@@ -47,6 +58,9 @@ class CubeVectors:
         self.session = np.zeros(0, np.int32)
         self.event_time = np.zeros(0, np.float64)
         self.has_vector = np.zeros(0, np.bool_)
+        self.rid = np.zeros(0, np.int64)
+        #: the change sequence at which this mirror first saw each row's current vector
+        self.vector_seq = np.zeros(0, np.int64)
 
     def _resize(self, capacity: int) -> None:
         def grow(old: npt.NDArray[Any], *shape: int) -> npt.NDArray[Any]:
@@ -61,28 +75,32 @@ class CubeVectors:
         self.session = grow(self.session, capacity)
         self.event_time = grow(self.event_time, capacity)
         self.has_vector = grow(self.has_vector, capacity)
+        self.rid = grow(self.rid, capacity)
+        self.vector_seq = grow(self.vector_seq, capacity)
 
     def apply(self, rows: Iterable[Row]) -> None:
         """Fold changed rows into the mirror (caller holds ``lock``)."""
-        for item_id, seq, status, tier, type_, session, event_time, blob in rows:
+        for item_id, rid, seq, status, tier, type_, session, event_time, blob in rows:
             i = self._pos.get(item_id)
             if i is None:
-                i = self._append(item_id, blob)
+                i = self._append(item_id, rid, blob)
             self.status[i] = _STATUS[status]
             self.tier[i] = _TIER[tier]
             self.type[i] = _TYPE[type_]
             self.session[i] = self._sessions.setdefault(session, len(self._sessions))
             self.event_time[i] = event_time
-            self.has_vector[i] = blob is not None
             if blob is not None:
                 vector = np.frombuffer(blob, dtype=np.float32)
                 if vector.shape[0] != self.dim:
                     # The cube was re-embedded with another model: start the mirror over.
                     raise _DimensionChanged
+                if not (self.has_vector[i] and np.array_equal(self.matrix[i], vector)):
+                    self.vector_seq[i] = seq
                 self.matrix[i] = vector
+            self.has_vector[i] = blob is not None
             self.last_seq = max(self.last_seq, seq)
 
-    def _append(self, item_id: str, blob: bytes | None) -> int:
+    def _append(self, item_id: str, rid: int, blob: bytes | None) -> int:
         if self.dim == 0 and blob is not None:
             # The first vector fixes the width; rows seen before it had none.
             self.dim = len(blob) // 4
@@ -93,6 +111,8 @@ class CubeVectors:
         self.n += 1
         self.ids.append(item_id)
         self._pos[item_id] = i
+        self._pos_of_rid[rid] = i
+        self.rid[i] = rid
         return i
 
     def mask(self, filters: Filters) -> npt.NDArray[Any]:
@@ -128,15 +148,63 @@ class CubeVectors:
         candidates = np.flatnonzero(keep)
         if candidates.size == 0:
             return []
+        ann = self.ann
+        if ann is not None and allowed is None and candidates.size >= ANN_MIN_SHARE * self.n:
+            found = self._approximate(ann, query, keep, candidates.size, limit)
+            if found is not None:
+                return found
         if candidates.size == self.n:
             scores = self.matrix[: self.n] @ query
         else:
             scores = self.matrix[candidates] @ query
-        k = min(limit, candidates.size)
+        return self._best(candidates, scores, limit, everything=candidates.size == self.n)
+
+    def _best(
+        self,
+        rows: npt.NDArray[Any],
+        scores: npt.NDArray[Any],
+        limit: int,
+        *,
+        everything: bool = False,
+    ) -> list[tuple[str, float]]:
+        """The ``limit`` best of ``rows`` by ``scores`` (``everything``: rows are all rows)."""
+        k = min(limit, rows.size)
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        rows = top if candidates.size == self.n else candidates[top]
-        return [(self.ids[r], float(scores[t])) for r, t in zip(rows, top, strict=True)]
+        picked = top if everything else rows[top]
+        return [(self.ids[r], float(scores[t])) for r, t in zip(picked, top, strict=True)]
+
+    def _approximate(
+        self,
+        ann: AnnIndex,
+        query: npt.NDArray[np.float32],
+        keep: npt.NDArray[Any],
+        passing: int,
+        limit: int,
+    ) -> list[tuple[str, float]] | None:
+        """The best rows from the index's candidates plus every row it does not cover, all
+        scored exactly; None when too few candidates pass the filters (scan exactly)."""
+        n = self.n
+        # Ask for enough candidates that ``limit`` of them should pass the filters.
+        want = min(n, int(max(2 * limit, 10) * n / passing))
+        proposed = [self._pos_of_rid.get(r) for r in ann.candidates(query, want).tolist()]
+        found = np.fromiter((p for p in proposed if p is not None), np.int64)
+        # Rows the index does not hold as they are now: changed after its watermark, or stale.
+        fresh = np.flatnonzero(self.vector_seq[:n] > ann.watermark)
+        rows = np.unique(np.concatenate([found, fresh, self._ann_stale]))
+        rows = rows[keep[rows]]
+        if rows.size < min(limit, passing):
+            return None
+        return self._best(rows, self.matrix[rows] @ query, limit)
+
+    def attach(self, ann: AnnIndex | None) -> None:
+        """Search with ``ann`` from now on (None: exactly); caller holds ``lock``."""
+        self.ann = ann
+        if ann is None:
+            self._ann_stale = np.zeros(0, np.int64)
+            return
+        stale = (self._pos_of_rid.get(r) for r in ann.stale.tolist())
+        self._ann_stale = np.fromiter((p for p in stale if p is not None), np.int64)
 
 
 class _DimensionChanged(Exception):
@@ -144,12 +212,26 @@ class _DimensionChanged(Exception):
 
 
 class VectorCache:
-    """The process-wide set of ``CubeVectors``, refreshed from a row source before each search."""
+    """The process-wide set of ``CubeVectors``, refreshed from a row source before each search.
 
-    def __init__(self) -> None:
+    With ``index_min_items`` > 0, cubes of at least that many rows are searched through an
+    approximate index (``ann``) once one is built (``build_index``: a background task, never a
+    search or an add).  With a ``folder`` the index is saved there and loaded by every process
+    on the database; without one (an in-memory database) it lives in this process only.
+    """
+
+    def __init__(
+        self, folder: Path | None = None, *, index_min_items: int = 0, threads: int = 1
+    ) -> None:
         self._cubes: dict[str, CubeVectors] = {}
         self._lock = threading.Lock()
         self._blas = ThreadpoolController()
+        self._folder = folder
+        self.index_min_items = index_min_items
+        self._threads = threads
+        #: per cube, the saved index's stamp when this process last looked (``ann.stamp``)
+        self._stamps: dict[str, tuple[int, int] | None] = {}
+        self._build_lock = threading.Lock()
 
     def single_threaded(self) -> Any:
         """A context in which BLAS runs on one thread (for the searches' matrix-vector products).
@@ -163,7 +245,8 @@ class VectorCache:
         return self._blas.limit(limits=1, user_api="blas")
 
     def refreshed(self, cube_id: str, fetch: Any) -> CubeVectors:
-        """The cube's mirror after applying ``fetch(cube_id, last_seq)`` (an iterable of rows)."""
+        """The cube's mirror after applying ``fetch(cube_id, last_seq)`` (an iterable of rows),
+        with the newest saved index attached when the cube is large enough."""
         with self._lock:
             cube = self._cubes.setdefault(cube_id, CubeVectors())
         with cube.lock:
@@ -174,8 +257,85 @@ class VectorCache:
                 cube.apply(fetch(cube_id, 0))
                 with self._lock:
                     self._cubes[cube_id] = cube
+                    self._stamps.pop(cube_id, None)
+            if self._folder is not None and self._large(cube):
+                self._attach_saved(cube_id, cube)
         return cube
 
-    def forget(self, cube_id: str) -> None:
+    def _large(self, cube: CubeVectors) -> bool:
+        return 0 < self.index_min_items <= cube.n and cube.dim > 0
+
+    def _attach_saved(self, cube_id: str, cube: CubeVectors) -> None:
+        """Attach the saved index if it changed since this process last looked (one ``stat``)."""
+        assert self._folder is not None
+        found = ann.stamp(self._folder, cube_id, cube.dim)
+        if found == self._stamps.get(cube_id, ()):
+            return
+        self._stamps[cube_id] = found
+        if found is None:
+            cube.attach(None)
+            return
+        loaded = ann.load(self._folder, cube_id, cube.dim, view=True)
+        if loaded is None or cube.ann is None or loaded.watermark >= cube.ann.watermark:
+            cube.attach(loaded)
+
+    def build_index(self, cube_id: str, fetch: Any) -> int:
+        """Build or extend the cube's approximate index; returns how many rows it took in.
+
+        Nothing happens below ``index_min_items`` rows or when the index is current.  A full
+        build replaces an index whose stale rows passed ``ann.STALE_SHARE``, or of another width.
+        """
+        cube = self.refreshed(cube_id, fetch)
+        if not self._large(cube):
+            return 0
+        with self._build_lock:
+            with cube.lock:
+                n, watermark, current = cube.n, cube.last_seq, cube.ann
+                if current is not None and current.dim != cube.dim:
+                    current = None
+                if current is not None and current.watermark >= watermark:
+                    return 0
+                take = cube.has_vector[:n].copy()
+                if current is not None:
+                    take &= cube.vector_seq[:n] > current.watermark
+                    if current.stale.size + take.sum() > ann.STALE_SHARE * n:
+                        take, current = cube.has_vector[:n].copy(), None
+                rows = np.flatnonzero(take)
+                rids = cube.rid[rows].copy()
+                matrix = cube.matrix
+            # Outside the lock: searches go on.  A vector changed meanwhile has a newer
+            # vector_seq than ``watermark``, so it is scanned exactly whatever went in here.
+            vectors = matrix[:n] if rows.size == n else matrix[rows]
+            if current is None:
+                built = ann.build(rids, vectors, watermark, self._threads)
+                if cube.ann is not None:
+                    built.generation = cube.ann.generation
+            else:
+                built = ann.extend(current, rids, vectors, watermark, self._threads)
+            if self._folder is not None:
+                ann.save(built, self._folder, cube_id)
+            with cube.lock:
+                cube.attach(built)
+                if self._folder is not None:
+                    self._stamps[cube_id] = ann.stamp(self._folder, cube_id, cube.dim)
+        return int(rows.size)
+
+    def watermark(self, cube_id: str) -> int | None:
+        """The change sequence the cube's index (in this process, else saved) is current to."""
+        with self._lock:
+            cube = self._cubes.get(cube_id)
+        if cube is not None and cube.ann is not None:
+            return cube.ann.watermark
+        if self._folder is None or cube is None or cube.dim == 0:
+            return None
+        saved = ann.load(self._folder, cube_id, cube.dim, view=True)
+        return None if saved is None else saved.watermark
+
+    def forget(self, cube_id: str, *, drop_index: bool = False) -> None:
+        """Drop the cube's mirror; with ``drop_index`` its saved index files too (erasure)."""
         with self._lock:
             self._cubes.pop(cube_id, None)
+            self._stamps.pop(cube_id, None)
+        if drop_index and self._folder is not None:
+            with self._build_lock:
+                ann.drop(self._folder, cube_id)
