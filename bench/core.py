@@ -66,7 +66,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from itertools import groupby, islice
 from pathlib import Path
@@ -77,6 +77,7 @@ import numpy as np
 from memstrata.config import Settings
 from memstrata.embed import EMBEDDERS, make_embedder
 from memstrata.errors import AlreadyExists
+from memstrata.filters import Filters
 from memstrata.memory.system import MemoryOS
 
 SEED = 20240611
@@ -336,6 +337,8 @@ class Bench:
             overrides["embed_threads"] = args.threads
         self.settings = Settings.load(**overrides)
         self.embedder = make_embedder(args.embedder, self.settings)
+        if args.passage_cache:
+            reuse_passages(self.embedder, args.passage_cache)
         self.stream = conversation()
         self.held = cube_turns(db, self.cube_id)
         self.rows: list[Row] = []
@@ -387,7 +390,11 @@ class Bench:
             with contextlib.suppress(AlreadyExists):
                 mos.create_user(USER)
             if mos.store.get_cube(self.cube_id) is None:
-                tiers = {"working_capacity": 10_000} if self.args.no_tiers else {}
+                tiers = (
+                    {"working_capacity": 10_000, "session_idle_hours": 0}
+                    if self.args.no_tiers
+                    else {}
+                )
                 mos.create_cube("benchmark", owner=USER, cube_id=self.cube_id, settings=tiers)
         # Skip the turns already stored, so the cube keeps growing along the same stream.
         for _ in islice(self.stream, self.held):
@@ -421,6 +428,10 @@ class Bench:
         todo = max(0, target - self.held)
         if not todo:
             return {"ingested": 0, "ingest_s": None, "ingest_turns_per_s": None}
+        if self.args.passage_cache:
+            # Vectors come from the cache: the cube is built, but no ingest speed is measured.
+            self.raw_n = self.args.raw_sample
+
         batch = self.args.batch
         step = max(batch, (todo // 10) // batch * batch)
         done, seconds = 0, 0.0
@@ -459,9 +470,12 @@ class Bench:
             mos.wait()
             figures["drain_s"] = time.perf_counter() - start
             figures["tiers"] = mos.stats(user_id=USER, cube_id=self.cube_id)[self.cube_id]["items"]
-        if "raw_embed" not in self.result:
+        if "raw_embed" not in self.result and not self.args.passage_cache:
             self.report_raw()
-        if figures["ingested"]:
+        if figures["ingested"] and self.args.passage_cache:
+            figures["ingest_turns_per_s"] = None
+            self.row(size, "ingest", None, "turns/s", "vectors from --passage-cache: not timed")
+        elif figures["ingested"]:
             self.row(
                 size,
                 "ingest",
@@ -477,6 +491,17 @@ class Bench:
         figures["turns"] = self.held
         asked = questions(self.args.queries)
         scope = [self.cube_id]
+        index_min = self.settings.vector_index_min_items
+        figures["vector_index_min_items"] = index_min
+        if 0 < index_min <= self.held:
+            # What the background task does after adds, timed here so that the searches below
+            # all go through a current index (extending one already saved costs far less).
+            with self.open() as mos:
+                start = time.perf_counter()
+                indexed = mos.store.build_vector_index(self.cube_id)
+                figures["index_build_s"] = time.perf_counter() - start
+            self.row(size, "index build/extend", round(figures["index_build_s"], 2), "s",
+                     f"{indexed} vectors taken in")  # fmt: skip
 
         with self.open() as mos:  # a new store: the first search loads the whole vector mirror
             start = time.perf_counter()
@@ -496,6 +521,7 @@ class Bench:
                 uncached(q)
                 embed_ms.append((time.perf_counter() - start) * 1000)
                 bare_ms.append(timed(mos.search, q, user_id=USER, cube_ids=scope, top_k=TOP_K))
+            exact = self.exact_scan(asked, scope) if 0 < index_min <= self.held else None
             add_ms = timed_each(
                 lambda m: mos.add([m], user_id=USER, cube_id=self.cube_id),
                 list(islice(self.stream, self.args.adds)),
@@ -515,6 +541,8 @@ class Bench:
             peak_rss_mb=peak_rss_mb(),
             db_mb=db_size_mb(self.db),
         )
+        if exact is not None:
+            figures.update(exact)
         self.result["sizes"].append(figures)
         turns = f"{figures['turns']} turns"
         self.row(size, "first search (cold mirror)", round(first_ms, 1), "ms", turns)
@@ -533,8 +561,63 @@ class Bench:
             n_a = f"{len(add_ms)} adds"
             self.row(size, "add 1 turn p50", round(figures["add_one_p50_ms"], 2), "ms", n_a)
             self.row(size, "add 1 turn p95", round(figures["add_one_p95_ms"], 2), "ms", n_a)
+        if exact is not None:
+            self.row(size, "search p50, exact scan", round(exact["exact_search_p50_ms"], 2), "ms",
+                     "the same queries, index off")  # fmt: skip
+            self.row(size, "search p95, exact scan", round(exact["exact_search_p95_ms"], 2), "ms")
+            self.row(size, "dense recall@10 vs exact", round(exact["dense_recall_at_10"], 4), "",
+                     "ties with the 10th score count as found")  # fmt: skip
         self.row(size, "peak RSS", round(figures["peak_rss_mb"], 1), "MB")
         self.row(size, "db file", round(figures["db_mb"], 1), "MB", "file + WAL")
+
+    def exact_scan(self, asked: list[str], scope: list[str]) -> dict[str, float]:
+        """The same searches with the approximate index off (p50/p95), and the dense channel's
+        recall@10 through the index against the exact scan on the same query vectors.
+
+        Recall counts a hit as found when its exact score is at least the exact 10th score
+        (less 1e-6): the benchmark stream repeats turns, so many vectors tie, and which of the
+        tied rows an exact scan lists is arbitrary.
+        """
+        plain = replace(self.settings, vector_index_min_items=0)
+        with MemoryOS.open(self.db, embedder=self.embedder, settings=plain) as exact:
+            exact.search(WARM_UP, user_id=USER, cube_ids=scope, top_k=TOP_K)
+            exact_ms = [
+                timed(exact.search, q, user_id=USER, cube_ids=scope, top_k=TOP_K) for q in asked
+            ]
+            with self.open() as indexed:
+                found = []
+                for q in asked:
+                    vector = np.asarray(self.embedder.embed_query(q), np.float32)
+                    want = exact.store.vector_search(vector, scope, Filters(), TOP_K)
+                    got = indexed.store.vector_search(vector, scope, Filters(), TOP_K)
+                    scores = dict(exact.store.vector_search(vector, scope, Filters(), 10**9))
+                    tenth = want[-1][1] - 1e-6
+                    found.append(sum(scores.get(i, -2.0) >= tenth for i, _ in got) / len(want))
+        return {
+            "exact_search_p50_ms": pct(exact_ms, 50),
+            "exact_search_p95_ms": pct(exact_ms, 95),
+            "dense_recall_at_10": float(np.mean(found)),
+        }
+
+
+def reuse_passages(embedder: Any, cache: Path) -> None:
+    """Make ``embedder`` return the vectors ``bench/scale.py --e5`` kept for these texts.
+
+    The cache holds the e5 vectors of the stream's first turns, in order; texts not in it are
+    embedded by the model.  Builds a large cube in minutes instead of an hour; the ingest
+    figure is then not measured.
+    """
+    kept = np.load(cache)["vectors"]
+    known = {passage_text(m): i for i, m in zip(range(len(kept)), conversation(), strict=False)}
+    model = embedder.embed_passages
+
+    def embed_passages(texts: Sequence[str]) -> np.ndarray:
+        rows = [known.get(t) for t in texts]
+        if any(r is None for r in rows):
+            return np.asarray(model(texts), np.float32)
+        return kept[rows]
+
+    embedder.embed_passages = embed_passages
 
 
 def format_row(row: Row) -> str:
@@ -566,6 +649,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--no-tiers",
         action="store_true",
         help="a new cube keeps every turn in the working tier (no consolidation work)",
+    )
+    parser.add_argument(
+        "--passage-cache",
+        type=Path,
+        help="e5 vectors of the stream's turns kept by bench/scale.py --e5 (ingest not timed)",
     )
     parser.add_argument("--out", help="write the figures as JSON to this file")
     args = parser.parse_args(argv)
