@@ -181,11 +181,13 @@ class Governance:
         """
         importer = owner if by is None else by
         self._access.self_or_admin(importer, owner)
-        return cubes.import_cube(
+        cube = cubes.import_cube(
             self._store, self._parts.embedder, path, owner=owner,
             importer=self._access.user(importer), cube_id=cube_id, keep_ids=keep_ids,
             reembed=reembed,
         )  # fmt: skip
+        self._parts.index.added(cube.cube_id)  # a large import gets its index in the background
+        return cube
 
 
 def _ranges(numbers: list[int]) -> str:

@@ -110,6 +110,7 @@ class SQLiteArchive(SQLiteDatabase):
                 "INSERT INTO events (at, actor, cube_id, op, after) VALUES (?, ?, ?, 'import', ?)",
                 (now, actor or cube.owner, cube.cube_id, rows.dumps(dict(note))),
             )
+        self._added_since[cube.cube_id] += len(data.items)
 
     def _artifact_base(self) -> Path:
         """The directory relative artifact paths are relative to."""
