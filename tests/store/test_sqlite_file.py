@@ -25,6 +25,7 @@ def test_new_file_is_created_migrated_and_in_wal(tmp_path: Path) -> None:
             (3, "llm usage"),
             (4, "per-cube index terms"),
             (5, "speaker index"),
+            (6, "session order index"),
         ]
     finally:
         conn.close()

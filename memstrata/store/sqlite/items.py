@@ -142,15 +142,18 @@ class SQLiteItems(SQLiteDatabase):
     def next_turns(self, cube_id: str, item_ids: Sequence[str]) -> dict[str, str]:
         if not item_ids:
             return {}
+        # One seek per turn on items_cube_session_time: the first live turn of its session
+        # after it, in (event_time, id) order.
         sql = (
-            "SELECT id, next_id FROM (SELECT i.id, LEAD(i.id) OVER (PARTITION BY i.session_id "
-            "ORDER BY i.event_time, i.id) AS next_id FROM items i WHERE i.cube_id = ? "
-            f"AND i.type = 'turn' AND i.status IN ({LIVE}) AND i.session_id IN "
-            f"(SELECT session_id FROM items WHERE id IN {ID_LIST})) "
-            f"WHERE id IN {ID_LIST} AND next_id IS NOT NULL"
+            "SELECT h.id, (SELECT n.id FROM items n WHERE n.cube_id = h.cube_id "
+            "AND n.session_id = h.session_id AND n.event_time >= h.event_time "
+            "AND (n.event_time > h.event_time OR n.id > h.id) "
+            f"AND n.type = 'turn' AND n.status IN ({LIVE}) ORDER BY n.event_time, n.id LIMIT 1) "
+            f"FROM items h WHERE h.id IN {ID_LIST} AND +h.cube_id = ? AND h.type = 'turn' "
+            f"AND h.status IN ({LIVE})"
         )
-        found = self.reader().execute(sql, [cube_id, *ids(item_ids), *ids(item_ids)])
-        return {r[0]: r[1] for r in found}
+        found = self.reader().execute(sql, [*ids(item_ids), cube_id])
+        return {r[0]: r[1] for r in found if r[1] is not None}
 
     def record_access(self, counts: Mapping[str, int], at: datetime) -> None:
         with self.transaction() as conn:
