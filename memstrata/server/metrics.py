@@ -9,6 +9,7 @@ Written by hand: three families of the server's own, plus the caller's cubes fro
     memstrata_pending_tasks{cube_id}                              gauge
     memstrata_llm_{calls,prompt_tokens,completion_tokens}_total{cube_id}   counters
     memstrata_search_stage_seconds{stage}                         histogram: retrieval.stages
+    memstrata_search_stage_cpu_seconds_total{stage}               counter: the same, CPU time
 
 ``route`` is the route's path template (``/memories/{cube_id}``), or ``unmatched`` for a path that
 is no endpoint, so the number of series stays bounded whatever clients send.  Durations are
@@ -114,6 +115,11 @@ def stage_lines(timings: Mapping[str, Timings]) -> Iterator[str]:
         yield f"{name}_bucket{_labels({'stage': stage, 'le': '+Inf'})} {t.count}"
         yield f"{name}_sum{_labels({'stage': stage})} {t.seconds!r}"
         yield f"{name}_count{_labels({'stage': stage})} {t.count}"
+    name = "memstrata_search_stage_cpu_seconds_total"
+    yield f"# HELP {name} CPU seconds of the threads that ran each search stage in this process."
+    yield f"# TYPE {name} counter"
+    for stage, t in timings.items():
+        yield f"{name}{_labels({'stage': stage})} {t.cpu_seconds!r}"
 
 
 def _names(key: _Key) -> dict[str, str]:

@@ -148,15 +148,18 @@ def test_metrics_count_requests_by_route_and_status(owner_cube: OwnerCube, serve
 def test_metrics_say_where_searches_spend_their_time(owner_cube: OwnerCube) -> None:
     owner, _ = owner_cube
 
-    def counts() -> dict[str, int]:
+    def counts(name: str = "memstrata_search_stage_seconds_count") -> dict[str, float]:
         lines = owner.http.get("/metrics").text.splitlines()
-        name = "memstrata_search_stage_seconds_count"
-        return {re.findall(r'stage="(\w+)"', line)[0]: int(line.rsplit(" ", 1)[1])
-                for line in lines if line.startswith(name)}  # fmt: skip
+        return {re.findall(r'stage="(\w+)"', line)[0]: float(line.rsplit(" ", 1)[1])
+                for line in lines if line.startswith(name + "{")}  # fmt: skip
 
-    before = counts()
+    cpu = "memstrata_search_stage_cpu_seconds_total"
+    before, cpu_before = counts(), counts(cpu)
     assert owner.http.post("/search", json={"query": "Where did Ann move?"}).status_code == 200
     assert owner.http.post("/context", json={"query": "Ann's cat"}).status_code == 200
-    after = counts()
+    after, cpu_after = counts(), counts(cpu)
     for stage in ("question", "embed", "keyword", "dense", "fetch", "pack"):
         assert after[stage] > before[stage], stage
+    # CPU time accrues where the work is done (the dense scan and the fetch run in the
+    # calling thread).
+    assert cpu_after["fetch"] > cpu_before["fetch"] and cpu_after["pack"] > cpu_before["pack"]
