@@ -96,8 +96,12 @@ def _search_one(
         items = {item.id: item for item in store.get_items([item_id for item_id, _, _ in fused])}
     hits = [Hit(items[i], score, ranks) for i, score, ranks in fused if i in items]
     if neighbour_weight > 0:
+        # The weighing below moves a score by at most this factor against another's.
+        spread = (DATE_BOOST if days else 1.0) / (OTHER_SPEAKER if named else 1.0)
         with CLOCK.timed("neighbours"):
-            hits = smooth_neighbours(store, hits, filters, neighbour_weight)
+            hits = smooth_neighbours(
+                store, hits, filters, neighbour_weight, keep=(top_k, spread)
+            )
     if named or days:
         hits = sorted(_weighed(hits, named, days), key=lambda h: -h.score)
     return hits[:top_k]
@@ -124,7 +128,12 @@ def _spoken_by(item: MemoryItem, speakers: frozenset[str]) -> bool:
 
 
 def smooth_neighbours(
-    store: SearchIndex, hits: list[Hit], filters: Filters, weight: float
+    store: SearchIndex,
+    hits: list[Hit],
+    filters: Filters,
+    weight: float,
+    *,
+    keep: tuple[int, float] | None = None,
 ) -> list[Hit]:
     """``hits`` re-ranked so that a turn gains ``weight`` × the score of its best adjacent turn.
 
@@ -134,6 +143,11 @@ def smooth_neighbours(
     for 0.754 of the questions instead of 0.686; docs/evaluation.md).  The next turn of a
     candidate joins the candidates when it passes ``filters``.  Adjacency is within a session,
     in ``event_time`` order (``Store.next_turns``); other items keep their score.  Best first.
+
+    With ``keep = (k, spread)`` only the first ``k`` hits will be used, after their scores are
+    moved by factors at most ``spread`` apart: a next turn that could not reach the first ``k``
+    even so is not read from the store (most next turns of a large cube's candidates), and is
+    left out.  The first ``k`` are the same as without ``keep``.
     """
     by_cube: dict[str, list[str]] = {}
     for hit in hits:
@@ -142,17 +156,25 @@ def smooth_neighbours(
     following = {k: v for c, ids in by_cube.items() for k, v in store.next_turns(c, ids).items()}
     base = {hit.item.id: hit.score for hit in hits}
     known = {hit.item.id: hit for hit in hits}
-    new = [i for i in store.get_items([n for n in following.values() if n not in known])]
-    known |= {i.id: Hit(i, 0.0, {}) for i in new if filters.matches(i)}
     best = dict.fromkeys(known, 0.0)
+    # A turn joining from outside gains from the turn before it only (its own score is 0 and
+    # what follows it is not read), so the known hits' smoothed scores do not depend on it.
+    reach: dict[str, float] = {}
     for before, after in following.items():
-        best[before] = max(best[before], base.get(after, 0.0))
-        if after in best:
-            best[after] = max(best[after], base.get(before, 0.0))
-    smoothed = [
-        Hit(hit.item, base.get(i, 0.0) + weight * best[i], hit.ranks) for i, hit in known.items()
-    ]
-    return sorted(smoothed, key=lambda h: -h.score)
+        if after in known:
+            best[before] = max(best[before], base[after])
+            best[after] = max(best[after], base[before])
+        else:
+            reach[after] = max(reach.get(after, 0.0), weight * base[before])
+    smoothed = {i: base[i] + weight * best[i] for i in known}
+    if keep is not None and len(smoothed) >= keep[0]:
+        k, spread = keep
+        kth = sorted(smoothed.values(), reverse=True)[k - 1]
+        reach = {i: score for i, score in reach.items() if score * spread >= kth}
+    joining = [i for i in store.get_items(list(reach)) if filters.matches(i)]
+    ranked = [Hit(hit.item, smoothed[i], hit.ranks) for i, hit in known.items()]
+    ranked += [Hit(item, reach[item.id], {}) for item in joining]
+    return sorted(ranked, key=lambda h: -h.score)
 
 
 #: Derived types whose hits are shown as the turns they came from (a segment keeps its summary).
