@@ -99,9 +99,7 @@ def _search_one(
         # The weighing below moves a score by at most this factor against another's.
         spread = (DATE_BOOST if days else 1.0) / (OTHER_SPEAKER if named else 1.0)
         with CLOCK.timed("neighbours"):
-            hits = smooth_neighbours(
-                store, hits, filters, neighbour_weight, keep=(top_k, spread)
-            )
+            hits = smooth_neighbours(store, hits, filters, neighbour_weight, keep=(top_k, spread))
     if named or days:
         hits = sorted(_weighed(hits, named, days), key=lambda h: -h.score)
     return hits[:top_k]
