@@ -230,3 +230,26 @@ def test_a_damaged_index_file_is_ignored(db: Path) -> None:
     assert reopened.build_vector_index(CUBE) == 300
     same_as_exact(db, reopened, unit(rng, 10))
     reopened.close()
+
+
+def test_an_erasure_while_the_index_is_built_drops_it(db: Path, monkeypatch) -> None:
+    """Another process erases an item between the build's snapshot and its save: the saved
+    files would hold the erased vector, so the build drops them."""
+    from memstrata.store.sqlite import ann
+
+    store = indexed(db)
+    ids = fill(store, unit(np.random.default_rng(9), 300))
+    other = SQLiteStore(db)
+    save = ann.save
+
+    def erase_then_save(index: ann.AnnIndex, folder: Path, cube_id: str) -> None:
+        other.erase_items([ids[0]], "u", "asked")  # commits, then deletes files (none yet)
+        save(index, folder, cube_id)
+
+    monkeypatch.setattr(ann, "save", erase_then_save)
+    assert store.build_vector_index(CUBE) == 0
+    assert index_files(db) == [] and not uses_index(store)
+    monkeypatch.setattr(ann, "save", save)
+    assert store.build_vector_index(CUBE) == 299  # the next build starts over, without it
+    other.close()
+    store.close()

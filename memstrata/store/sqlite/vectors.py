@@ -184,14 +184,16 @@ class CubeVectors:
     ) -> list[tuple[str, float]] | None:
         """The best rows from the index's candidates plus every row it does not cover, all
         scored exactly; None when too few candidates pass the filters (scan exactly)."""
-        n = self.n
+        # The rows the mask covers: ``apply`` may append more meanwhile (this reads unlocked).
+        n = keep.size
         # Ask for enough candidates that ``limit`` of them should pass the filters.
         want = min(n, int(max(2 * limit, 10) * n / passing))
         proposed = [self._pos_of_rid.get(r) for r in ann.candidates(query, want).tolist()]
-        found = np.fromiter((p for p in proposed if p is not None), np.int64)
+        found = np.fromiter((p for p in proposed if p is not None and p < n), np.int64)
         # Rows the index does not hold as they are now: changed after its watermark, or stale.
         fresh = np.flatnonzero(self.vector_seq[:n] > ann.watermark)
-        rows = np.unique(np.concatenate([found, fresh, self._ann_stale]))
+        stale = self._ann_stale
+        rows = np.unique(np.concatenate([found, fresh, stale[stale < n]]))
         rows = rows[keep[rows]]
         if rows.size < min(limit, passing):
             return None
@@ -318,7 +320,33 @@ class VectorCache:
                 cube.attach(built)
                 if self._folder is not None:
                     self._stamps[cube_id] = ann.stamp(self._folder, cube_id, cube.dim)
+            if self._erased_meanwhile(cube_id, cube, rows, fetch):
+                return 0
         return int(rows.size)
+
+    def _erased_meanwhile(self, cube_id: str, cube: CubeVectors, rows: Any, fetch: Any) -> bool:
+        """Whether a row just indexed lost its vector (erased) while the index was built; if
+        so the index is dropped, files and all, so that the vector does not outlive it.
+
+        Erasure deletes the index files after its transaction commits.  Were that before this
+        build saved its files, the refresh here sees the erasure and drops them; were it
+        after, the files are gone already.
+        """
+        again = self._cubes.get(cube_id)
+        if again is not cube:
+            return False  # the mirror was dropped (erasure in this process): files are gone
+        with cube.lock:
+            try:
+                cube.apply(fetch(cube_id, cube.last_seq))
+                if bool(cube.has_vector[rows].all()):
+                    return False
+            except _DimensionChanged:
+                pass  # re-embedded meanwhile: this index is of the old vectors
+            cube.attach(None)
+        if self._folder is not None:
+            ann.drop(self._folder, cube_id)
+            self._stamps.pop(cube_id, None)
+        return True
 
     def watermark(self, cube_id: str) -> int | None:
         """The change sequence the cube's index (in this process, else saved) is current to."""
