@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,9 +200,12 @@ def save(index: AnnIndex, folder: Path, cube_id: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     stem = _stem(folder, cube_id, index.dim)
     previous = index.generation
-    index.generation = previous + 1
-    graph_file = Path(f"{stem}.{index.generation}.usearch")
-    index.graph.save(str(graph_file))
+    # A new name each time (other processes may have the current file memory-mapped), written
+    # aside and renamed into place: a reader never sees a half-written graph.
+    index.generation = max(previous + 1, time.time_ns())
+    graph_tmp = Path(f"{stem}.{index.generation}.usearch.tmp")
+    index.graph.save(str(graph_tmp))
+    os.replace(graph_tmp, f"{stem}.{index.generation}.usearch")
     meta_tmp = Path(f"{stem}.npz.tmp")
     with meta_tmp.open("wb") as out:
         np.savez(
