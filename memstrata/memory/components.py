@@ -18,7 +18,7 @@ from memstrata.config import Settings
 from memstrata.embed import Embedder
 from memstrata.llm import LLM
 from memstrata.memory.access import Access
-from memstrata.retrieval.indexing import IndexTasks
+from memstrata.memory.indexing import IndexTasks
 from memstrata.scheduler import Scheduler
 from memstrata.store.base import Store
 from memstrata.tiers.tasks import TierTasks

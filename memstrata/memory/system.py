@@ -34,10 +34,10 @@ from memstrata.memory.chat import Chat
 from memstrata.memory.components import Components
 from memstrata.memory.delegate import Delegate
 from memstrata.memory.governance import Governance
+from memstrata.memory.indexing import IndexTasks
 from memstrata.memory.items import Items
 from memstrata.memory.principals import Principals
 from memstrata.memory.reading import Reading
-from memstrata.retrieval.indexing import IndexTasks
 from memstrata.scheduler import Scheduler, TaskQueue
 from memstrata.store.base import Store
 from memstrata.store.engines import open_queue, open_store

@@ -1,4 +1,4 @@
-"""The background task that builds a large cube's approximate index (``retrieval/indexing.py``)."""
+"""The background task that builds a large cube's approximate index (``memory/indexing.py``)."""
 
 from __future__ import annotations
 
