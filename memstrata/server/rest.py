@@ -23,6 +23,7 @@ from memstrata.server import handlers
 from memstrata.server.metrics import Metrics, MetricsMiddleware
 from memstrata.server.middleware import BodyLimit, CatchAll
 from memstrata.server.routes import cubes, lifecycle, memcube, memories, ops, retrieval, users
+from memstrata.server.ui import install as install_ui
 from memstrata.version import version
 
 log = logging.getLogger("memstrata.server")
@@ -43,6 +44,7 @@ def create_app(memory: MemoryOS) -> FastAPI:
     app.include_router(ops.public)
     for module in (users, cubes, memcube, memories, lifecycle, retrieval, ops):
         app.include_router(module.router)
+    install_ui(app)
     app.add_middleware(BodyLimit, max_bytes=memory.settings.max_request_bytes)
     app.add_middleware(CatchAll)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics, routes=app.router.routes)

@@ -1,0 +1,26 @@
+"""The memory inspector: server-rendered pages under ``/ui`` over the same ``MemoryOS`` calls as
+the SDK (docs/inspector.md).
+
+``install(app)`` mounts it on the REST app.  One module per concern: ``signin`` (the sign-in
+form, sign-in and sign-out), ``cubes`` (the cube list and a cube's memory browser and search),
+``items`` (an item's page and its actions), ``tools`` (context preview, audit log, tasks);
+``visit`` holds what they share (who is signed in, CSRF, refusals as pages), ``sessions`` the
+session store, ``markup`` the escaping HTML builder and ``style`` the stylesheet.  No route is
+in the OpenAPI description: the pages are for people.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from memstrata.server.ui import cubes, items, signin, tools
+from memstrata.server.ui.sessions import Sessions
+
+__all__ = ["install"]
+
+
+def install(app: FastAPI) -> None:
+    """Mount the inspector's routes on ``app``, with a session store of its own."""
+    app.state.ui_sessions = Sessions()
+    for module in (signin, cubes, items, tools):
+        app.include_router(module.router)

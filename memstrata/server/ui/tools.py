@@ -1,0 +1,104 @@
+"""A cube's context preview and audit log, and the background tasks.
+
+``GET /ui/cubes/{cube_id}/context`` packs ``MemoryOS.context`` for a query and a token budget
+and shows the text exactly as a model gets it; ``…/audit`` is ``MemoryOS.audit`` of the cube
+(administrators of the cube only, as in the SDK); ``GET /ui/tasks`` is ``MemoryOS.tasks``
+(every cube the user may read, or ``cube``; ``status`` narrows it).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, cast, get_args
+
+from fastapi import APIRouter, Query, Response
+
+from memstrata.errors import ValidationError
+from memstrata.limits import MAX_AUDIT_LIMIT
+from memstrata.scheduler import TaskStatus
+from memstrata.server.ui import parts
+from memstrata.server.ui.items import event_table
+from memstrata.server.ui.markup import join, table, tag
+from memstrata.server.ui.visit import UIRoute, Visitor
+
+router = APIRouter(route_class=UIRoute, include_in_schema=False)
+Param = Annotated[str, Query()]
+#: The budget the context preview starts with, in tokens.
+BUDGET = 1000
+#: Task states offered by the tasks page's filter.
+TASK_STATES: tuple[str, ...] = get_args(TaskStatus)
+
+
+@router.get("/ui/cubes/{cube_id}/context")
+def context(
+    cube_id: str, visit: Visitor, q: Param = "", budget: Param = str(BUDGET), session: Param = ""
+) -> Response:
+    """The form; with ``q``, the context packed for it within ``budget`` tokens."""
+    cube = visit.memory.get_cube(cube_id, user_id=visit.user.user_id)
+    form = tag(
+        "form",
+        tag("label", "query", tag("input", type="search", name="q", value=q, size=40)),
+        tag("label", "budget (tokens)", tag("input", name="budget", value=budget, size=6)),
+        tag("label", "session", tag("input", name="session", value=session, size=12)),
+        tag("button", "Pack", type="submit"),
+        method="get",
+        action=parts.cube_url(cube_id, "context"),
+        class_="bar",
+    )
+    body = [parts.cube_tabs(cube_id), form]
+    if q:
+        packed = visit.memory.context(
+            q,
+            user_id=visit.user.user_id,
+            budget_tokens=_number(budget, "budget"),
+            cube_ids=[cube_id],
+            session_id=session or None,
+        )
+        used = f"{packed.tokens} of {packed.budget} tokens · {len(packed.hits)} memories"
+        used += f" · {len(packed.recent)} recent turns · {len(packed.profile)} profile lines"
+        hits = [[parts.item_link(h.item), f"{h.score:.4f}"] for h in packed.hits]
+        body += [
+            tag("p", used, class_="muted"),
+            tag("pre", packed.text, class_="context"),
+            tag("h2", "Memories packed"),
+            table(["memory", "fused score"], hits),
+        ]
+    return visit.page(f"Context preview · {cube.name}", join(body))
+
+
+def _number(raw: str, name: str) -> int:
+    """A whole number typed in a form; ``ValidationError`` otherwise (the core checks range)."""
+    if not raw.strip().isdigit():
+        raise ValidationError(f"{name} must be a whole number, not {raw[:20]!r}")
+    return int(raw)
+
+
+@router.get("/ui/cubes/{cube_id}/audit")
+def audit(cube_id: str, visit: Visitor) -> Response:
+    """The cube's audit events, newest first (the latest ``MAX_AUDIT_LIMIT``)."""
+    cube = visit.memory.get_cube(cube_id, user_id=visit.user.user_id)
+    events = visit.memory.audit(by=visit.user.user_id, cube_id=cube_id, limit=MAX_AUDIT_LIMIT)
+    body = join([parts.cube_tabs(cube_id), event_table(events, cube_id)])
+    return visit.page(f"Audit · {cube.name}", body)
+
+
+@router.get("/ui/tasks")
+def tasks(visit: Visitor, cube: Param = "", status: Param = "") -> Response:
+    """Recent background tasks, newest first, with their errors."""
+    if status and status not in TASK_STATES:
+        raise ValidationError(f"status must be one of {', '.join(TASK_STATES)}")
+    found = visit.memory.tasks(
+        user_id=visit.user.user_id,
+        cube_id=cube or None,
+        status=cast(TaskStatus, status) if status else None,
+    )
+    rows = [
+        [t.kind, tag("a", t.cube_id, href=parts.cube_url(t.cube_id)) if t.cube_id else None,
+         t.status, f"{t.attempts}/{t.max_attempts}", parts.when(t.created_at),
+         parts.when(t.updated_at), t.error]
+        for t in found
+    ]  # fmt: skip
+    headers = ["kind", "cube", "status", "attempts", "created", "updated", "error"]
+    links = [tag("a", s, href=parts.url("tasks", cube=cube, status=s)) for s in TASK_STATES]
+    filters = tag("p", "show: ", tag("a", "all", href=parts.url("tasks", cube=cube)), " · ",
+                  join(links, " · "))  # fmt: skip
+    return visit.page("Tasks", join([filters, table(headers, rows, empty="No task.")]))
