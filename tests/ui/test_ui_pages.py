@@ -289,3 +289,14 @@ def test_memstrata_serve_has_the_inspector(tmp_path: Path) -> None:
             assert http.post("/ui/sign-in", data=form).status_code == 303
             assert f"/ui/cubes/{cube_id}" in http.get("/ui").text
             assert "Ann lives in Porto." in http.get(f"/ui/cubes/{cube_id}").text
+
+
+def test_many_sign_in_forms_never_sign_anyone_out() -> None:
+    """Anonymous sessions (one per sign-in form shown) are kept apart from signed-in ones."""
+    from memstrata.server.ui.sessions import MAX_ANONYMOUS, Sessions
+
+    sessions = Sessions()
+    signed_in = sessions.start("a-key")
+    for _ in range(MAX_ANONYMOUS + 5):
+        sessions.start()
+    assert sessions.get(signed_in.session_id) == signed_in

@@ -8,8 +8,9 @@ sign-in form carries a CSRF token tied to it; signing in replaces it by a new on
 a new token: no fixation).
 
 Sessions live in one process: behind a load balancer, pin a browser to one server.  At most
-``MAX_SESSIONS`` are kept (the oldest are dropped first); each lasts ``SIGNED_IN_S`` (signed in)
-or ``ANONYMOUS_S`` (not yet).  Thread-safe.
+``MAX_SESSIONS`` signed-in and ``MAX_ANONYMOUS`` anonymous ones are kept, apart (the oldest of
+each go first), so that showing the sign-in form many times never signs anyone out; each lasts
+``SIGNED_IN_S`` (signed in) or ``ANONYMOUS_S`` (not yet).  Thread-safe.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ __all__ = ["COOKIE", "Session", "Sessions"]
 COOKIE = "memstrata_ui"
 #: How many sessions one server keeps at most (the oldest go first).
 MAX_SESSIONS = 10_000
+#: How many sessions not signed in yet (a sign-in form shown) one server keeps at most.
+MAX_ANONYMOUS = 1_000
 #: Seconds a signed-in session lasts, and one not signed in yet.
 SIGNED_IN_S = 12 * 3600.0
 ANONYMOUS_S = 3600.0
@@ -50,6 +53,7 @@ class Sessions:
 
     def __init__(self) -> None:
         self._by_id: OrderedDict[str, Session] = OrderedDict()
+        self._anonymous: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, session_id: str | None) -> Session | None:
@@ -57,11 +61,14 @@ class Sessions:
         if not session_id:
             return None
         with self._lock:
-            session = self._by_id.get(session_id)
-            if session is not None and session.expires < time.monotonic():
-                del self._by_id[session_id]
-                return None
-            return session
+            for held in (self._by_id, self._anonymous):
+                session = held.get(session_id)
+                if session is not None:
+                    if session.expires < time.monotonic():
+                        del held[session_id]
+                        return None
+                    return session
+            return None
 
     def start(self, key: str | None = None) -> Session:
         """A new session, signed in with ``key`` when given."""
@@ -69,13 +76,17 @@ class Sessions:
         session = Session(
             secrets.token_urlsafe(32), secrets.token_urlsafe(32), key, time.monotonic() + lasts
         )
+        held, most = (
+            (self._anonymous, MAX_ANONYMOUS) if key is None else (self._by_id, MAX_SESSIONS)
+        )
         with self._lock:
-            self._by_id[session.session_id] = session
-            while len(self._by_id) > MAX_SESSIONS:
-                self._by_id.popitem(last=False)
+            held[session.session_id] = session
+            while len(held) > most:
+                held.popitem(last=False)
         return session
 
     def end(self, session_id: str) -> None:
         """Forget the session (sign-out, or a key that no longer authenticates)."""
         with self._lock:
             self._by_id.pop(session_id, None)
+            self._anonymous.pop(session_id, None)
