@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +76,15 @@ def eval_locomo(
     llm_settings: dict[str, Any] = {k: v for k, v in chosen.items() if v is not None}
     llm = make_llm(Settings.load(given.config, **llm_settings))
     try:
-        result = locomo.evaluate(
-            samples,
-            lambda path: given.open(path, workers=1),
-            cube_settings=settings,
-            llm=llm,
-        )
+        # A bar on a terminal (its label only, otherwise): turns ingested and questions asked.
+        with click.progressbar(length=locomo.work(samples), label="LoCoMo", file=sys.stderr) as bar:
+            result = locomo.evaluate(
+                samples,
+                lambda path: given.open(path, workers=1),
+                cube_settings=settings,
+                llm=llm,
+                progress=bar.update,
+            )
     finally:
         if llm is not None:
             llm.close()

@@ -135,25 +135,44 @@ def evaluate(
     open_memory: Callable[[str], MemoryOS],
     cube_settings: dict[str, Any] | None = None,
     llm: LLM | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Run the harness; ``open_memory(path)`` opens a fresh MemoryOS for one conversation.
 
     Each conversation's cube gets ``cube_settings``; questions are asked once the background
     work of its ingest is done (``MemoryOS.wait``).  With ``llm``, each question is also
     answered from its 1000-token context and scored (``f1``, ``bleu1``; a failed call scores 0
-    and is counted in ``llm_errors``).
+    and is counted in ``llm_errors``).  ``progress(n)`` is told of each step done: a
+    conversation ingested counts its turns, a question asked counts 1 (``work`` is the total).
     """
     run = _Run(llm, cube_settings)
+    step = progress or (lambda _: None)
     for sample in data:
         with (
             tempfile.TemporaryDirectory() as folder,
             open_memory(str(Path(folder) / "locomo.db")) as mos,
         ):
             external = run.ingest(mos, sample)
-            for qa in sample["qa"]:
-                if qa["category"] in CATEGORIES and evidence(qa):
-                    run.ask(mos, qa, external)
+            step(turns(sample))
+            for qa in asked(sample):
+                run.ask(mos, qa, external)
+                step(1)
     return run.result()
+
+
+def asked(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sample's questions the harness asks: categories 1-4 with evidence."""
+    return [qa for qa in sample["qa"] if qa["category"] in CATEGORIES and evidence(qa)]
+
+
+def work(data: list[dict[str, Any]]) -> int:
+    """The steps ``evaluate`` reports to ``progress``: every turn and every question asked."""
+    return sum(turns(sample) + len(asked(sample)) for sample in data)
+
+
+def turns(sample: dict[str, Any]) -> int:
+    """How many turns the sample's sessions hold."""
+    return sum(len(messages) for _, messages in sessions(sample["conversation"]))
 
 
 def ingest(

@@ -81,8 +81,14 @@ def test_the_harness_answers_from_the_context_and_scores(endpoint: str) -> None:
 
 
 def test_without_a_model_there_are_no_answer_scores() -> None:
-    result = locomo.evaluate(locomo.load(FIXTURE), lambda path: MemoryOS.open(path, workers=0))
+    data = locomo.load(FIXTURE)
+    steps: list[int] = []
+    result = locomo.evaluate(
+        data, lambda path: MemoryOS.open(path, workers=0), progress=steps.append
+    )
     assert "f1" not in result["overall"] and "llm_model" not in result["overall"]
+    # Progress: every turn ingested and every question asked, summing to the announced work.
+    assert sum(steps) == locomo.work(data) and steps.count(1) >= result["overall"]["questions"]
 
 
 def test_eval_command_takes_the_model_from_its_flags(endpoint: str, tmp_path: Path) -> None:
