@@ -278,7 +278,8 @@ class VectorCache:
             cube.attach(None)
             return
         loaded = ann.load(self._folder, cube_id, cube.dim, view=True)
-        if loaded is None or cube.ann is None or loaded.watermark >= cube.ann.watermark:
+        # An unreadable file (damaged, or replaced while read) leaves the index in use, if any.
+        if loaded is not None and (cube.ann is None or loaded.watermark >= cube.ann.watermark):
             cube.attach(loaded)
 
     def build_index(self, cube_id: str, fetch: Any) -> int:
