@@ -3,7 +3,9 @@ the SDK (docs/inspector.md).
 
 ``install(app)`` mounts it on the REST app.  One module per concern: ``signin`` (the sign-in
 form, sign-in and sign-out), ``cubes`` (the cube list and a cube's memory browser and search),
-``items`` (an item's page and its actions), ``tools`` (context preview, audit log, tasks);
+``items`` (an item's page and its actions), ``diff`` (two versions of an item, word by word),
+``tiers`` (a cube's working, mid and long tiers), ``timemachine`` (a cube as of a past time),
+``tools`` (context preview, audit log, tasks);
 ``visit`` holds what they share (who is signed in, CSRF, refusals as pages), ``sessions`` the
 session store, ``markup`` the escaping HTML builder and ``style`` the stylesheet.  No route is
 in the OpenAPI description: the pages are for people.
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from memstrata.server.ui import cubes, items, signin, tools
+from memstrata.server.ui import cubes, diff, items, signin, tiers, timemachine, tools
 from memstrata.server.ui.sessions import Sessions
 
 __all__ = ["install"]
@@ -22,5 +24,5 @@ __all__ = ["install"]
 def install(app: FastAPI) -> None:
     """Mount the inspector's routes on ``app``, with a session store of its own."""
     app.state.ui_sessions = Sessions()
-    for module in (signin, cubes, items, tools):
+    for module in (signin, cubes, items, diff, tiers, timemachine, tools):
         app.include_router(module.router)

@@ -1,5 +1,8 @@
 """``GET /ui`` (the cubes the user may read, with their counts) and a cube's memory browser.
 
+The cube list shows each cube's grants (``MemoryOS.grants``) to those the core lets see them
+(the cube's administrators); to anyone else that cell stays empty.
+
 The browser (``GET /ui/cubes/{cube_id}``) lists a page of the cube's items with
 ``MemoryOS.list_memories``, narrowed by tier, type, status and session; with ``q`` it searches
 instead (``MemoryOS.search`` on that cube, the same filters) and shows each hit's fused score and
@@ -13,6 +16,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
+from memstrata.errors import PermissionDenied
 from memstrata.model import ITEM_TYPES, STATUSES, TIERS, Cube, Hit, MemoryItem
 from memstrata.server.ui import parts
 from memstrata.server.ui.markup import Markup, join, table, tag
@@ -35,9 +39,19 @@ def home(request: Request) -> Response:
         return signin_page(request)
     cubes = visit.memory.list_cubes(user_id=visit.user.user_id)
     stats = visit.memory.stats(user_id=visit.user.user_id)
-    rows = [_cube_row(c, stats.get(c.cube_id, {})) for c in cubes]
+    rows = [[*_cube_row(c, stats.get(c.cube_id, {})), _grants(visit, c)] for c in cubes]
     headers = ["cube", "name", "owner", "embedder", "items by tier/type", "pending tasks", "LLM"]
+    headers.append("grants")
     return visit.page("Cubes", table(headers, rows, empty="You may read no cube yet."))
+
+
+def _grants(visit: Visit, cube: Cube) -> Markup | None:
+    """Who may read, write or administer ``cube``; None when the core refuses to say."""
+    try:
+        grants = visit.memory.grants(cube.cube_id, by=visit.user.user_id)
+    except PermissionDenied:
+        return None
+    return join(tag("span", f"{g.user_id}: {g.permission}", class_="pill") for g in grants)
 
 
 def _cube_row(cube: Cube, stat: dict[str, Any]) -> list[Markup | str | int | None]:

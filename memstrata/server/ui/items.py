@@ -1,8 +1,8 @@
 """An item's page and the actions on it, each one ``MemoryOS`` call, refused as the SDK refuses.
 
 ``GET …/items/{item_id}``: text, metadata, sources (links to the source items), versions
-(``MemoryOS.history``) and, for whoever may read the audit trail, the item's events
-(``MemoryOS.audit``).  Actions (POST, each with the session's CSRF token):
+(``MemoryOS.history``, with a form comparing two: ``diff``) and, for whoever may read the
+audit trail, the item's events (``MemoryOS.audit``).  Actions (POST, each with the session's CSRF token):
 ``…/rollback`` (``version``) → ``MemoryOS.rollback``; ``…/delete`` → ``MemoryOS.delete``;
 ``…/erase`` → ``MemoryOS.erase``, only with ``confirm=yes`` (``GET …/erase`` is the confirmation
 page, and so is a POST without it).  Done, an action redirects to the item's page (the cube's,
@@ -19,6 +19,7 @@ from fastapi.responses import RedirectResponse
 from memstrata.errors import PermissionDenied, ValidationError
 from memstrata.model import Event, MemoryItem, Source, Version
 from memstrata.server.ui import parts
+from memstrata.server.ui.diff import version_form
 from memstrata.server.ui.markup import Markup, join, table, tag
 from memstrata.server.ui.visit import HEADERS, UIRoute, Visit, Visitor
 
@@ -42,6 +43,7 @@ def show(cube_id: str, item_id: str, visit: Visitor, done: str = "") -> Response
         _sources(item),
         tag("h2", "Versions"),
         _versions(visit, item, versions),
+        _compare(item, versions),
         tag("h2", "Events"),
         _events(visit, item),
         tag("h2", "Actions"),
@@ -84,6 +86,14 @@ def _versions(visit: Visit, item: MemoryItem, versions: list[Version]) -> Markup
         for v in reversed(versions)
     ]  # fmt: skip
     return table(["version", "at", "by", "why", "text", "status", ""], rows)
+
+
+def _compare(item: MemoryItem, versions: list[Version]) -> Markup:
+    """The form comparing two versions (the one before the current and it, to start with)."""
+    numbers = [v.version for v in versions]
+    if len(numbers) < 2:
+        return Markup("")
+    return version_form(item.cube_id, item.id, numbers, numbers[-2], numbers[-1])
 
 
 def _rollback(visit: Visit, item: MemoryItem, version: int) -> Markup:

@@ -57,6 +57,8 @@ def cube_tabs(cube_id: str) -> Markup:
     """Links to a cube's pages."""
     links = [
         ("Memories", cube_url(cube_id)),
+        ("Tiers", cube_url(cube_id, "tiers")),
+        ("Time machine", cube_url(cube_id, "as-of")),
         ("Context preview", cube_url(cube_id, "context")),
         ("Audit", cube_url(cube_id, "audit")),
         ("Tasks", url("tasks", cube=cube_id)),

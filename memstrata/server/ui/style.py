@@ -47,4 +47,7 @@ dl.meta dd { margin: 0; }
 .text { background: #fff; border-left: 4px solid var(--accent); padding: .6rem .8rem;
         white-space: pre-wrap; }
 .pages { display: flex; gap: 1rem; margin: .8rem 0; }
+h3 { font-size: 1rem; margin: 1rem 0 .4rem; }
+.diff del { background: #fbe0e2; color: var(--bad); }
+.diff ins { background: #dcf2e3; color: var(--ok); }
 """
