@@ -57,6 +57,18 @@ class Person:
         return csrf_of(self.http.get(path).text)
 
 
+#: Words of the ``cube`` fixture's memories: a refused page must show none of them.
+SECRETS = ("Miso", "Porto")
+
+
+def shows_nothing(person: Person, paths: list[str]) -> None:
+    """Each of ``paths`` is refused to ``person`` (403/404) with none of ``SECRETS`` on it."""
+    for path in paths:
+        page = person.http.get(path)
+        assert page.status_code in (403, 404), path
+        assert not any(secret in page.text for secret in SECRETS), path
+
+
 def csrf_of(page: str) -> str:
     """The ``csrf_token`` of the first form on ``page``."""
     found = CSRF.search(page)

@@ -13,7 +13,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from memstrata.errors import NotFoundError, ValidationError
+from memstrata.errors import NotFoundError
 from memstrata.model import Version
 from memstrata.server.ui import parts
 from memstrata.server.ui.markup import Markup, join, tag
@@ -62,12 +62,11 @@ def diff(cube_id: str, item_id: str, visit: Visitor, a: Param = "", b: Param = "
 def _version(versions: list[Version], raw: str, default: int) -> Version:
     if not raw:
         raw = str(default)
-    if not raw.isdigit():
-        raise ValidationError(f"version must be a whole number, not {raw[:20]!r}")
+    wanted = parts.whole_number(raw, "version")
     for version in versions:
-        if version.version == int(raw):
+        if version.version == wanted:
             return version
-    raise NotFoundError(f"the item has no version {int(raw)}")
+    raise NotFoundError(f"the item has no version {wanted}")
 
 
 def version_form(cube_id: str, item_id: str, numbers: list[int], a: int, b: int) -> Markup:

@@ -16,7 +16,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Response
 from fastapi.responses import RedirectResponse
 
-from memstrata.errors import PermissionDenied, ValidationError
+from memstrata.errors import PermissionDenied
 from memstrata.model import Event, MemoryItem, Source, Version
 from memstrata.server.ui import parts
 from memstrata.server.ui.diff import version_form
@@ -150,11 +150,10 @@ def rollback(
 ) -> Response:
     """``MemoryOS.rollback`` to ``version``."""
     visit.check_csrf(csrf_token)
-    if not version.isdigit():
-        raise ValidationError("version must be an integer")
     restored = visit.memory.rollback(
-        item_id, int(version), user_id=visit.user.user_id, cube_id=cube_id
-    )
+        item_id, parts.whole_number(version, "version"), user_id=visit.user.user_id,
+        cube_id=cube_id,
+    )  # fmt: skip
     return _back(cube_id, item_id, f"Rolled back to version {version} (now {restored.version}).")
 
 

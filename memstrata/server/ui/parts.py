@@ -66,8 +66,16 @@ def cube_tabs(cube_id: str) -> Markup:
     return tag("p", join((tag("a", label, href=href) for label, href in links), " · "))
 
 
+def whole_number(raw: str, name: str, minimum: int = 0) -> int:
+    """A number typed in a form or a query (ASCII digits, at most 9 of them, from ``minimum``);
+    ``ValidationError`` otherwise: ``int()`` would take "²" for no number and 5,000 digits for
+    an error, both a 500 instead of a clear 422."""
+    raw = raw.strip()
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 9) or int(raw) < minimum:
+        raise ValidationError(f"{name} must be a whole number from {minimum}, not {raw[:20]!r}")
+    return int(raw)
+
+
 def page_number(raw: str) -> int:
     """A ``page`` query value as a number from 1; ``ValidationError`` otherwise."""
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValidationError(f"page must be a whole number from 1, not {raw[:20]!r}")
-    return int(raw)
+    return whole_number(raw, "page", 1)

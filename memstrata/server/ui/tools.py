@@ -49,7 +49,7 @@ def context(
         packed = visit.memory.context(
             q,
             user_id=visit.user.user_id,
-            budget_tokens=_number(budget, "budget"),
+            budget_tokens=parts.whole_number(budget, "budget"),
             cube_ids=[cube_id],
             session_id=session or None,
         )
@@ -63,13 +63,6 @@ def context(
             table(["memory", "fused score"], hits),
         ]
     return visit.page(f"Context preview · {cube.name}", join(body))
-
-
-def _number(raw: str, name: str) -> int:
-    """A whole number typed in a form; ``ValidationError`` otherwise (the core checks range)."""
-    if not raw.strip().isdigit():
-        raise ValidationError(f"{name} must be a whole number, not {raw[:20]!r}")
-    return int(raw)
 
 
 @router.get("/ui/cubes/{cube_id}/audit")
