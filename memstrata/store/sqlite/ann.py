@@ -14,8 +14,8 @@ whatever the index's age:
   not outlive it on disk, and the next build starts over.
 * Identical vectors (repeated turns: "thanks!", "lol") are indexed once, the other rows listed
   as ``twins`` of that key: HNSW graphs lose recall on many exact duplicates (over the 100k e5
-  benchmark cube, where 31 % of vectors repeat, recall@10 was 0.94 with them and 0.99 without,
-  ``ef`` 256).
+  benchmark cube, where 31 % of vectors repeat, recall@10 was 0.94 with them and 0.98 without at
+  ``ef`` 128; docs/benchmarks.md).
 
 Keys are the rows' ``rid``s (stable across processes), so one process (a worker) can build the
 index while others (servers) load it: ``<db>.vindex/<cube hash>.<dim>.npz`` names the current
