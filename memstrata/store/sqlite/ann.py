@@ -228,6 +228,15 @@ def stamp(folder: Path, cube_id: str, dim: int) -> tuple[int, int] | None:
     return found.st_mtime_ns, found.st_size
 
 
+def saved_watermark(folder: Path, cube_id: str, dim: int) -> int | None:
+    """The saved index's watermark (its small ``.npz`` only), or None when absent or unreadable."""
+    try:
+        with np.load(f"{_stem(folder, cube_id, dim)}.npz") as meta:
+            return int(meta["watermark"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def load(folder: Path, cube_id: str, dim: int, *, view: bool) -> AnnIndex | None:
     """The saved index (memory-mapped with ``view``), or None when absent or unreadable."""
     from usearch.index import Index

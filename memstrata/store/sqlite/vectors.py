@@ -357,8 +357,7 @@ class VectorCache:
             return cube.ann.watermark
         if self._folder is None or cube is None or cube.dim == 0:
             return None
-        saved = ann.load(self._folder, cube_id, cube.dim, view=True)
-        return None if saved is None else saved.watermark
+        return ann.saved_watermark(self._folder, cube_id, cube.dim)
 
     def forget(self, cube_id: str, *, drop_index: bool = False) -> None:
         """Drop the cube's mirror; with ``drop_index`` its saved index files too (erasure)."""
