@@ -46,12 +46,19 @@ class Settings:
     embedder: str | None = field(
         default=None,
         metadata=_help(
-            "e5 | use | minilm | openai; unset: the embedder the database was created with, "
+            "e5 | use | minilm | nomic | openai; unset: the embedder the database was created with, "
             "or e5 for a new one"
         ),
     )
     embed_batch_size: int = field(default=32, metadata=_help("texts per embedding call"))
     embed_threads: int = field(default=2, metadata=_help("CPU threads for local embedders"))
+    model_dir: str | None = field(
+        default=None,
+        metadata=_help(
+            "folder for model files unpacked on first use (the nomic embedder's); "
+            "unset: the user cache folder"
+        ),
+    )
     openai_base_url: str = field(
         default="http://127.0.0.1:11434/v1",
         metadata=_help("OpenAI-compatible base URL (…/v1) for the openai embedder"),

@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 #: Registry names, the default (``e5``) first.
-EMBEDDERS = ("e5", "use", "minilm", "openai")
+EMBEDDERS = ("e5", "use", "minilm", "nomic", "openai")
 #: The embedder of a new database when none is configured.
 DEFAULT_EMBEDDER = EMBEDDERS[0]
 
@@ -32,6 +32,7 @@ _CLASSES = {
     "e5": ("memstrata.embed.e5", "E5Embedder"),
     "use": ("memstrata.embed.use", "USEEmbedder"),
     "minilm": ("memstrata.embed.minilm", "MiniLMEmbedder"),
+    "nomic": ("memstrata.embed.nomic", "NomicEmbedder"),
     "openai": ("memstrata.embed.openai", "OpenAIEmbedder"),
 }
 
