@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstrata.filters import Filters
-from memstrata.memcube import MemCube
+from memstrata.memcube import Artifact, MemCube
 from memstrata.model import ApiKey, Cube, Event, Grant, LLMUsage, MemoryItem, User, Version
 
 #: float32 vectors: one ``(dim,)`` vector, or an ``(n, dim)`` matrix of unit-norm rows.
@@ -331,6 +331,26 @@ class ArchiveStore(Protocol):
     def artifact_dir(self, cube_id: str) -> Path:
         """The directory the files of ``cube_id``'s artifacts are stored in; ``MemCubeError``
         if this store has none (it lives in memory)."""
+
+    def put_artifact(
+        self,
+        cube_id: str,
+        kind: str,
+        fingerprint: str,
+        data: bytes,
+        metadata: Mapping[str, Any],
+    ) -> Artifact:
+        """Store ``data`` as a new artifact of ``cube_id`` (``kind``: ``kv_cache`` or ``lora``):
+        its file under ``artifact_dir`` (written aside, then renamed), then its row.
+        ``CubeNotFound``; ``MemCubeError`` for a store without an artifact folder; the file
+        is removed again if the row cannot be written."""
+
+    def artifacts(self, cube_id: str, kind: str | None = None) -> list[Artifact]:
+        """``cube_id``'s artifacts (only ``kind``'s when given), oldest first."""
+
+    def delete_artifacts(self, cube_id: str, artifact_ids: Sequence[str]) -> int:
+        """Delete these artifacts of ``cube_id`` (others' ids are ignored): their rows, then
+        their files; how many went."""
 
 
 class Store(

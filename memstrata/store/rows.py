@@ -130,6 +130,14 @@ def to_datetime(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, timezone.utc)
 
 
+def artifact_row(artifact: Artifact, path: str) -> tuple[Any, ...]:
+    """The values of ``ARTIFACT_COLUMNS`` for ``artifact``, whose file is stored as ``path``."""
+    return (
+        artifact.artifact_id, artifact.kind, path, artifact.fingerprint, artifact.sha256,
+        artifact.size_bytes, dumps(artifact.metadata), to_epoch(artifact.created_at),
+    )  # fmt: skip
+
+
 def artifact_from_row(row: Sequence[Any], base: Path) -> Artifact:
     """An ``Artifact`` from a row of ``ARTIFACT_COLUMNS``; a relative path is relative to
     ``base`` (an absolute one stays as it is)."""

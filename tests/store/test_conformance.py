@@ -13,7 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memstrata.errors import AlreadyExists, ConflictError, ItemNotFound, StorageError
+from memstrata.errors import (
+    AlreadyExists,
+    ConflictError,
+    CubeNotFound,
+    ItemNotFound,
+    StorageError,
+)
 from memstrata.filters import Filters
 from memstrata.model import Cube, Grant, MemoryItem, Source, User, new_id
 from memstrata.store.base import Store
@@ -398,3 +404,29 @@ def test_erased_items_leave_no_past_state(store: Store) -> None:
     assert store.keyword_search("secret", ["c1"], Filters(statuses=("deleted",)), 5) == []
     assert store.versions(ids[0]) == []
     assert store.cubes_with_items_of("u1") == ["c1"]
+
+
+def test_artifacts_are_written_listed_and_deleted_with_their_files(store: Store) -> None:
+    first = store.put_artifact("c1", "kv_cache", "fp-1", b"state one", {"tokens": 3})
+    second = store.put_artifact("c1", "lora", "fp-2", b"adapter", {})
+    other = store.put_artifact("c2", "kv_cache", "fp-3", b"theirs", {})
+    assert first.path.read_bytes() == b"state one" and first.size_bytes == 9
+    listed = store.artifacts("c1")
+    assert [a.artifact_id for a in listed] == [first.artifact_id, second.artifact_id]
+    assert listed[0].metadata == {"tokens": 3} and listed[0].path == first.path
+    assert listed[0].sha256 == first.sha256
+    assert [a.artifact_id for a in store.artifacts("c1", "lora")] == [second.artifact_id]
+    # another cube's id is not deleted through c1
+    assert store.delete_artifacts("c1", [first.artifact_id, other.artifact_id]) == 1
+    assert not first.path.exists() and other.path.exists()
+    assert [a.artifact_id for a in store.artifacts("c1")] == [second.artifact_id]
+    store.delete_cube("c1", "u1")
+    assert not second.path.exists() and store.artifacts("c1") == []
+    assert other.path.read_bytes() == b"theirs"
+
+
+def test_an_artifact_of_no_cube_is_refused_and_leaves_no_file(store: Store) -> None:
+    with pytest.raises(CubeNotFound):
+        store.put_artifact("nope", "kv_cache", "fp", b"x", {})
+    folder = store.artifact_dir("nope")
+    assert not folder.exists() or list(folder.iterdir()) == []

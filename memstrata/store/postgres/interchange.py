@@ -26,8 +26,8 @@ from memstrata.errors import (
     StorageError,
 )
 from memstrata.memcube import Artifact, MemCube, Vectors
-from memstrata.model import Event, Version, to_epoch
-from memstrata.store import rows
+from memstrata.model import Event, Version, new_id, to_epoch
+from memstrata.store import artifact_files, rows
 from memstrata.store.postgres import writes
 from memstrata.store.postgres.connection import PostgresDatabase
 from memstrata.store.postgres.items import SELECT
@@ -51,6 +51,50 @@ class PostgresArchive(PostgresDatabase):
         path is ``<artifacts_dir name>/<cube_id>/<file>``, as SQLite's is relative to the
         database file's directory)."""
         return Path.cwd() if self.artifacts_dir is None else self.artifacts_dir.parent
+
+    def put_artifact(
+        self,
+        cube_id: str,
+        kind: str,
+        fingerprint: str,
+        data: bytes,
+        metadata: Mapping[str, Any],
+    ) -> Artifact:
+        with self.snapshot() as conn:
+            if not conn.execute("SELECT 1 FROM cubes WHERE cube_id = %s", (cube_id,)).fetchone():
+                raise CubeNotFound(cube_id)
+        artifact_id = new_id()
+        path, sha256, size = artifact_files.write(self.artifact_dir(cube_id), artifact_id, data)
+        artifact = Artifact(artifact_id, kind, fingerprint, path, sha256, size, dict(metadata))
+        try:
+            with self.transaction() as conn:
+                conn.execute(
+                    f"INSERT INTO artifacts ({rows.ARTIFACT_COLUMNS}, cube_id) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    (*rows.artifact_row(artifact, _row_path(path, self._artifact_base())), cube_id),
+                )
+        except BaseException:
+            artifact_files.remove([path])
+            raise
+        return artifact
+
+    def artifacts(self, cube_id: str, kind: str | None = None) -> list[Artifact]:
+        with self.snapshot() as conn:
+            found = _artifacts(conn, self._artifact_base(), cube_id)
+        return [a for a in found if kind is None or a.kind == kind]
+
+    def delete_artifacts(self, cube_id: str, artifact_ids: Sequence[str]) -> int:
+        doomed = [a for a in self.artifacts(cube_id) if a.artifact_id in set(artifact_ids)]
+        if not doomed:
+            return 0
+        with self.transaction() as conn:
+            for artifact in doomed:
+                conn.execute(
+                    "DELETE FROM artifacts WHERE artifact_id = %s AND cube_id = %s",
+                    (artifact.artifact_id, cube_id),
+                )
+        artifact_files.remove(a.path for a in doomed)
+        return len(doomed)
 
     def read_cube(self, cube_id: str) -> MemCube:
         from psycopg.rows import dict_row
@@ -124,9 +168,7 @@ class PostgresArchive(PostgresDatabase):
                     f"INSERT INTO artifacts ({rows.ARTIFACT_COLUMNS}, cube_id) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [
-                        (a.artifact_id, a.kind, artifact_paths[a.artifact_id], a.fingerprint,
-                         a.sha256, a.size_bytes, rows.dumps(a.metadata), to_epoch(a.created_at),
-                         cube.cube_id)
+                        (*rows.artifact_row(a, artifact_paths[a.artifact_id]), cube.cube_id)
                         for a in data.artifacts
                     ],
                 )  # fmt: skip
@@ -204,3 +246,11 @@ def _taken(conn: Any, table: str, column: str, ids: Sequence[str]) -> str | None
         (list(ids),),
     ).fetchone()
     return None if row is None else str(row[0])
+
+
+def _row_path(path: Path, base: Path) -> str:
+    """``path`` as the ``artifacts.path`` column holds it: relative to ``base`` when inside it."""
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return str(path)

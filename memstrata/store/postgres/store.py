@@ -21,9 +21,12 @@ ArchiveStore       ``PostgresArchive``       interchange.py
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
+from memstrata.errors import MemCubeError
+from memstrata.store import artifact_files
 from memstrata.store.postgres.cubes import PostgresCubes
 from memstrata.store.postgres.erasure import PostgresErasure
 from memstrata.store.postgres.history import PostgresHistory
@@ -47,6 +50,13 @@ class PostgresStore(
 
     ``PostgresStore(dsn, pool_size=…, keyword_max_postings=…, artifacts_dir=…)``.
     """
+
+    def delete_cube(self, cube_id: str, actor: str) -> int:
+        """``ErasureStore.delete_cube``, then the cube's artifact files (KV caches, adapters)."""
+        count = super().delete_cube(cube_id, actor)
+        with contextlib.suppress(MemCubeError):  # a store without an artifact folder has none
+            artifact_files.remove_folder(self.artifact_dir(cube_id))
+        return count
 
     def __init__(self, dsn: str, *, artifacts_dir: str | Path | None = None, **options: Any):
         super().__init__(dsn, **options)

@@ -31,8 +31,8 @@ from memstrata.errors import (
     StorageError,
 )
 from memstrata.memcube import Artifact, MemCube, Vectors
-from memstrata.model import Event, MemoryItem, Version, to_epoch
-from memstrata.store import rows
+from memstrata.model import Event, MemoryItem, Version, new_id, to_epoch
+from memstrata.store import artifact_files, rows
 from memstrata.store.sqlite import writes
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
@@ -47,6 +47,50 @@ class SQLiteArchive(SQLiteDatabase):
             raise MemCubeError("artifacts need a database file, not ':memory:'")
         db = Path(self.path)
         return db.parent / f"{db.name}.artifacts" / cube_id
+
+    def put_artifact(
+        self,
+        cube_id: str,
+        kind: str,
+        fingerprint: str,
+        data: bytes,
+        metadata: Mapping[str, Any],
+    ) -> Artifact:
+        with self.snapshot() as conn:
+            if not conn.execute("SELECT 1 FROM cubes WHERE cube_id = ?", (cube_id,)).fetchone():
+                raise CubeNotFound(cube_id)
+        artifact_id = new_id()
+        path, sha256, size = artifact_files.write(self.artifact_dir(cube_id), artifact_id, data)
+        artifact = Artifact(artifact_id, kind, fingerprint, path, sha256, size, dict(metadata))
+        try:
+            with self.transaction() as conn:
+                conn.execute(
+                    f"INSERT INTO artifacts ({rows.ARTIFACT_COLUMNS}, cube_id) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*rows.artifact_row(artifact, _row_path(path, self._artifact_base())), cube_id),
+                )
+        except BaseException:
+            artifact_files.remove([path])
+            raise
+        return artifact
+
+    def artifacts(self, cube_id: str, kind: str | None = None) -> list[Artifact]:
+        with self.snapshot() as conn:
+            found = _artifacts(conn, self._artifact_base(), cube_id)
+        return [a for a in found if kind is None or a.kind == kind]
+
+    def delete_artifacts(self, cube_id: str, artifact_ids: Sequence[str]) -> int:
+        doomed = [a for a in self.artifacts(cube_id) if a.artifact_id in set(artifact_ids)]
+        if not doomed:
+            return 0
+        with self.transaction() as conn:
+            for artifact in doomed:
+                conn.execute(
+                    "DELETE FROM artifacts WHERE artifact_id = ? AND cube_id = ?",
+                    (artifact.artifact_id, cube_id),
+                )
+        artifact_files.remove(a.path for a in doomed)
+        return len(doomed)
 
     def read_cube(self, cube_id: str) -> MemCube:
         """Every row of ``cube_id`` as a ``MemCube`` (items in id order, events by ``seq``).
@@ -225,8 +269,15 @@ def _insert_artifacts(
     conn.executemany(
         f"INSERT INTO artifacts ({rows.ARTIFACT_COLUMNS}, cube_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            (a.artifact_id, a.kind, artifact_paths[a.artifact_id], a.fingerprint, a.sha256,
-             a.size_bytes, rows.dumps(a.metadata), to_epoch(a.created_at), data.cube.cube_id)
+            (*rows.artifact_row(a, artifact_paths[a.artifact_id]), data.cube.cube_id)
             for a in data.artifacts
         ],
     )  # fmt: skip
+
+
+def _row_path(path: Path, base: Path) -> str:
+    """``path`` as the ``artifacts.path`` column holds it: relative to ``base`` when inside it."""
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return str(path)

@@ -21,6 +21,10 @@ Row layout is written in one place (``rows.py``, ``writes.py``) and shared by al
 
 from __future__ import annotations
 
+import contextlib
+
+from memstrata.errors import MemCubeError
+from memstrata.store import artifact_files
 from memstrata.store.rows import fts_body
 from memstrata.store.sqlite.clauses import filter_sql
 from memstrata.store.sqlite.cubes import SQLiteCubes
@@ -48,3 +52,10 @@ class SQLiteStore(
     ``SQLiteStore(path, busy_timeout_ms=…, synchronous=…, keyword_max_postings=…)``; see
     ``SQLiteDatabase`` for the connections and ``SQLiteSearch`` for the postings budget.
     """
+
+    def delete_cube(self, cube_id: str, actor: str) -> int:
+        """``ErasureStore.delete_cube``, then the cube's artifact files (KV caches, adapters)."""
+        count = super().delete_cube(cube_id, actor)
+        with contextlib.suppress(MemCubeError):  # a store without an artifact folder has none
+            artifact_files.remove_folder(self.artifact_dir(cube_id))
+        return count
