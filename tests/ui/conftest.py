@@ -3,6 +3,7 @@
 One server and database (SQLite, e5, tasks run inline) serve the session; each test makes its
 own users and cubes (``people``), so tests do not see each other's data.  ``sign_in`` drives the
 sign-in form as a browser would: GET ``/ui`` for the cookie and the CSRF token, then POST.
+``tiered`` makes a cube with all three tiers filled (turns, a segment, a profile and facts).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
@@ -55,6 +57,34 @@ class Person:
     def csrf(self, path: str = "/ui") -> str:
         """The CSRF token on the page at ``path``."""
         return csrf_of(self.http.get(path).text)
+
+
+#: every turn but the last leaves the working tier at once, joins a segment and is promoted
+HOT = {"working_capacity": 1, "similarity_threshold": 0.0, "heat_threshold": 0.0}
+TURNS = [
+    "My name is Ann and I live in Porto. I really love hiking.",
+    "I work as a nurse at the clinic.",
+    "I prefer tea over coffee.",
+    "I <b>adore</b> cats.",
+]
+
+
+def iso(at: datetime) -> str:
+    """A time as a query value (naive UTC, to the microsecond)."""
+    return at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
+
+
+def tiered(inspector: Inspector, owner: str) -> str:
+    """A cube of user ``owner`` with working turns in two sessions, a segment and a long tier."""
+    memory = inspector.memory
+    cube_id = memory.create_cube("tiers", owner=owner, settings=HOT).cube_id
+    turns = [{"role": "user", "name": "Ann", "content": c} for c in TURNS]
+    memory.add(turns, user_id=owner, cube_id=cube_id, session_id="s1")
+    hello = [{"role": "user", "name": "Ann", "content": "Hello again"}]
+    memory.add(hello, user_id=owner, cube_id=cube_id, session_id="s2")
+    assert memory.wait(cube_id, timeout=120)
+    memory.consolidate(cube_id, user_id=owner, promote_all=True)
+    return cube_id
 
 
 #: Words of the ``cube`` fixture's memories: a refused page must show none of them.

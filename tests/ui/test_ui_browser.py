@@ -3,22 +3,26 @@
 Playwright's own browser download does not work offline, so the tests launch the system
 ``chromium`` through ``executable_path``.  Without chromium or the ``playwright`` package they
 are skipped, saying which is missing; with ``MEMSTRATA_TEST_REQUIRE_SERVICES=1`` (CI) they fail.
-Screenshots go to ``MEMSTRATA_UI_SCREENSHOTS`` (default: a pytest temporary folder); the ones in
-docs/img come from a run with that variable set (see docs/inspector.md).
+Screenshots are kept as test artifacts: they go to ``MEMSTRATA_UI_SCREENSHOTS`` when it is set
+(how the ones in docs/img are made, see docs/inspector.md), else to the folder ``inspector``
+under ``MEMSTRATA_TEST_ARTIFACTS`` when that is set, else to a pytest temporary folder.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
+import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.ui.conftest import Inspector
+from tests.ui.conftest import Inspector, tiered
 
 CHROMIUM = ("chromium", "chromium-browser")
 
@@ -56,9 +60,15 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the screenshots go."""
+    """Where the screenshots go (see the module docs)."""
     chosen = os.environ.get("MEMSTRATA_UI_SCREENSHOTS")
-    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+    artifacts = os.environ.get("MEMSTRATA_TEST_ARTIFACTS")
+    if chosen:
+        folder = Path(chosen)
+    elif artifacts:
+        folder = Path(artifacts) / "inspector"
+    else:
+        folder = tmp_path_factory.mktemp("screenshots")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -154,3 +164,61 @@ def test_another_users_cube_is_refused_in_the_browser(
         assert response.status in (403, 404)
         assert "Porto" not in page.content()
     page.screenshot(path=str(shots / "refused.png"), full_page=True)
+
+
+def test_tiers_charts_time_machine_diff_audit_and_tasks(
+    page: Any, inspector: Inspector, shots: Path
+) -> None:
+    memory, url = inspector.memory, inspector.url
+    user_id, key = inspector.person("bea")
+    cube_id = tiered(inspector, user_id)
+    [hello] = memory.list_memories(cube_id, user_id=user_id, filters={"session_id": "s2"})
+    time.sleep(1.1)  # the update is a second after: the time machine's input counts seconds
+    memory.update(hello.id, user_id=user_id, text="Hello again, it is Ann from Porto")
+    sign_in_with(page, url, key)
+    page.click(f"a[href='/ui/cubes/{cube_id}']")
+    page.wait_for_selector("svg#tiers-by-day")
+    chart = page.locator("figure.chart:has(svg#tiers-by-day)")
+    assert chart.locator("rect.bar").count() == 3  # one day, three tiers
+    chart.screenshot(path=str(shots / "activity.png"))
+
+    page.click("a:has-text('Tiers')")
+    page.wait_for_selector("svg#heat")
+    heat = page.locator("figure.chart:has(svg#heat)")
+    assert heat.locator("rect.bar").count() == 1  # one segment
+    heat.screenshot(path=str(shots / "heat.png"))
+    page.screenshot(path=str(shots / "tiers.png"), full_page=True)
+
+    page.click("a:has-text('Time machine')")
+    first = memory.history(hello.id, user_id=user_id)[0].at  # the next whole second:
+    page.fill("input[name=at]", (first + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S"))
+    page.click("button:has-text('Show')")
+    page.wait_for_selector("#as-of")
+    assert "Hello again" in page.inner_text("tbody")  # as it was then…
+    assert "it is Ann from Porto" not in page.content()  # …before the update
+    page.screenshot(path=str(shots / "time-machine.png"), full_page=True)
+
+    page.goto(f"{url}/ui/cubes/{cube_id}/items/{hello.id}")
+    page.click("button:has-text('Compare')")
+    page.wait_for_selector(".diff ins")
+    assert "it is Ann from Porto" in page.inner_text(".diff ins")
+    page.screenshot(path=str(shots / "diff.png"), full_page=True)
+
+    page.goto(f"{url}/ui/cubes/{cube_id}/items/{hello.id}")
+    page.click("button:has-text('Move to activated')")
+    page.wait_for_selector("text=Moved to activated")
+    assert memory.get(hello.id, user_id=user_id).status == "activated"
+
+    page.click("a:has-text('Audit')")
+    page.select_option("select[name=op]", "transition")
+    page.click("button:has-text('Show')")
+    page.wait_for_url(re.compile(r"/audit\?op=transition&"))
+    moves = [e for e in memory.audit(by=user_id, cube_id=cube_id) if e.op == "transition"]
+    assert page.locator("tbody tr").count() == len(moves)  # the tiers' moves and ours
+    assert hello.id in page.inner_text("tbody tr:first-child")  # newest first
+    page.screenshot(path=str(shots / "audit.png"), full_page=True)
+
+    page.click("nav a:has-text('Tasks')")
+    page.wait_for_selector("h1:has-text('Tasks')")
+    assert cube_id in page.content()  # the consolidation tasks of the cube
+    page.screenshot(path=str(shots / "tasks.png"), full_page=True)

@@ -178,13 +178,19 @@ def test_another_users_cube_shows_nothing(
         f"/ui/cubes/{cube_id}?status=any",
         f"/ui/cubes/{cube_id}/context?q=cat",
         f"/ui/cubes/{cube_id}/audit",
+        f"/ui/cubes/{cube_id}/audit?op=create&actor={owner.user_id}",
         f"/ui/tasks?cube={cube_id}",
         item_path(cube_id, ids[1]),
         item_path(cube_id, ids[1], "erase"),
         item_path(own_cube, ids[1]),  # someone else's item under one's own cube
     ]
     shows_nothing(stranger, gets)
-    posts = [("rollback", {"version": "1"}), ("delete", {}), ("erase", {"confirm": "yes"})]
+    posts = [
+        ("rollback", {"version": "1"}),
+        ("transition", {"to": "activated"}),
+        ("delete", {}),
+        ("erase", {"confirm": "yes"}),
+    ]
     for action, form in posts:
         for where in (cube_id, own_cube):
             path = item_path(where, ids[0], action)
@@ -239,6 +245,45 @@ def test_delete_through_the_ui(inspector: Inspector, cube: Cube) -> None:
     done = owner.http.post(item_path(cube_id, ids[2], "delete"), data={"csrf_token": owner.csrf()})
     assert done.status_code == 303
     assert inspector.memory.get(ids[2], user_id=owner.user_id).status == "deleted"
+
+
+def test_transitions_through_the_ui(inspector: Inspector, cube: Cube) -> None:
+    owner, cube_id, ids = cube
+    page = owner.http.get(item_path(cube_id, ids[2]))
+    assert re.findall(r"Move to (\w+)", page.text) == ["activated"]  # from generated
+    path = item_path(cube_id, ids[2], "transition")
+    assert owner.http.post(path, data={"to": "activated"}).status_code == 403  # no CSRF token
+    assert inspector.memory.get(ids[2], user_id=owner.user_id).status == "generated"
+    done = owner.http.post(path, data={"to": "activated", "csrf_token": owner.csrf()})
+    assert done.status_code == 303
+    item = inspector.memory.get(ids[2], user_id=owner.user_id)
+    assert (item.status, item.version) == ("activated", 2)
+    shown = owner.http.get(done.headers["location"])
+    assert "Moved to activated (version 2)." in shown.text
+    assert re.findall(r"Move to (\w+)", shown.text) == ["merged", "archived", "frozen"]
+    assert re.search(r'class="danger">Move to frozen<', shown.text)  # no way out of frozen
+
+
+def test_a_transition_the_lifecycle_forbids_is_refused_as_in_the_sdk(
+    inspector: Inspector, cube: Cube, sign_in: SignIn
+) -> None:
+    owner, cube_id, ids = cube
+    with pytest.raises(MemstrataError) as sdk:  # generated cannot go straight to frozen
+        inspector.memory.transition(ids[1], "frozen", user_id=owner.user_id, cube_id=cube_id)
+    form = {"to": "frozen", "csrf_token": owner.csrf()}
+    page = owner.http.post(item_path(cube_id, ids[1], "transition"), data=form)
+    assert page.status_code == sdk.value.status == 409
+    assert refused_text(page) == escape(sdk.value.message)
+    assert escape(sdk.value.hint or "") in page.text  # "from generated it may go to: activated"
+    reader = sign_in("mover")
+    inspector.memory.grant(cube_id, reader.user_id, "read", by=owner.user_id)
+    with pytest.raises(MemstrataError) as unwritable:
+        inspector.memory.transition(ids[1], "activated", user_id=reader.user_id, cube_id=cube_id)
+    form = {"to": "activated", "csrf_token": reader.csrf()}
+    page = reader.http.post(item_path(cube_id, ids[1], "transition"), data=form)
+    assert page.status_code == unwritable.value.status == 403
+    assert refused_text(page) == escape(unwritable.value.message)
+    assert inspector.memory.get(ids[1], user_id=owner.user_id).status == "generated"
 
 
 def test_what_the_sdk_refuses_the_ui_refuses(

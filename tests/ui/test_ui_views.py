@@ -8,44 +8,16 @@ from datetime import datetime, timezone
 from html import escape
 
 from memstrata.server.ui.diff import word_diff
-from tests.ui.conftest import Inspector, Person, shows_nothing
+from tests.ui.conftest import Inspector, Person, iso, shows_nothing, tiered
 
 Cube = tuple[Person, str, list[str]]
 SignIn = Callable[[str], Person]
-#: every turn but the last leaves the working tier at once, joins a segment and is promoted
-HOT = {"working_capacity": 1, "similarity_threshold": 0.0, "heat_threshold": 0.0}
-TURNS = [
-    "My name is Ann and I live in Porto. I really love hiking.",
-    "I work as a nurse at the clinic.",
-    "I prefer tea over coffee.",
-    "I <b>adore</b> cats.",
-]
-
-
-def iso(at: datetime) -> str:
-    """A time as the ``at`` query value (naive UTC, to the microsecond)."""
-    return at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
-
-
-def tiered(inspector: Inspector, owner: Person) -> str:
-    """A cube of ``owner`` with working turns in two sessions, a segment and a long tier."""
-    memory = inspector.memory
-    cube_id = memory.create_cube("tiers", owner=owner.user_id, settings=HOT).cube_id
-    turns = [{"role": "user", "name": "Ann", "content": c} for c in TURNS]
-    memory.add(turns, user_id=owner.user_id, cube_id=cube_id, session_id="s1")
-    hello = [{"role": "user", "name": "Ann", "content": "Hello again"}]
-    memory.add(hello, user_id=owner.user_id, cube_id=cube_id, session_id="s2")
-    assert memory.wait(cube_id, timeout=120)
-    memory.consolidate(cube_id, user_id=owner.user_id, promote_all=True)
-    return cube_id
-
-
 # -- tiers ---------------------------------------------------------------------------------------
 
 
 def test_the_tiers_page(inspector: Inspector, sign_in: SignIn) -> None:
     owner = sign_in("tiered")
-    cube_id = tiered(inspector, owner)
+    cube_id = tiered(inspector, owner.user_id)
     assert f'href="/ui/cubes/{cube_id}/tiers"' in owner.http.get(f"/ui/cubes/{cube_id}").text
     page = owner.http.get(f"/ui/cubes/{cube_id}/tiers")
     assert page.status_code == 200

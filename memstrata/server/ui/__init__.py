@@ -5,8 +5,11 @@ the SDK (docs/inspector.md).
 form, sign-in and sign-out), ``cubes`` (the cube list and a cube's memory browser and search),
 ``items`` (an item's page and its actions), ``diff`` (two versions of an item, word by word),
 ``tiers`` (a cube's working, mid and long tiers), ``timemachine`` (a cube as of a past time),
-``tools`` (context preview, audit log, tasks);
-``visit`` holds what they share (who is signed in, CSRF, refusals as pages), ``sessions`` the
+``audit`` (a cube's audit trail, filtered), ``tools`` (context preview, tasks); ``activity`` (a
+cube's items per day by tier and LLM usage, on its page) and ``charts`` (bar charts as inline
+SVG) draw for them;
+``visit`` holds what they share (who is signed in, CSRF, refusals as pages), ``parts`` the
+pieces several pages show and the bounded parsers of what forms send, ``sessions`` the
 session store, ``markup`` the escaping HTML builder and ``style`` the stylesheet.  No route is
 in the OpenAPI description: the pages are for people.
 """
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from memstrata.server.ui import cubes, diff, items, signin, tiers, timemachine, tools
+from memstrata.server.ui import audit, cubes, diff, items, signin, tiers, timemachine, tools
 from memstrata.server.ui.sessions import Sessions
 
 __all__ = ["install"]
@@ -24,5 +27,5 @@ __all__ = ["install"]
 def install(app: FastAPI) -> None:
     """Mount the inspector's routes on ``app``, with a session store of its own."""
     app.state.ui_sessions = Sessions()
-    for module in (signin, cubes, items, diff, tiers, timemachine, tools):
+    for module in (signin, cubes, items, diff, tiers, timemachine, audit, tools):
         app.include_router(module.router)

@@ -6,19 +6,20 @@ The cube list shows each cube's grants (``MemoryOS.grants``) to those the core l
 The browser (``GET /ui/cubes/{cube_id}``) lists a page of the cube's items with
 ``MemoryOS.list_memories``, narrowed by tier, type, status and session; with ``q`` it searches
 instead (``MemoryOS.search`` on that cube, the same filters) and shows each hit's fused score and
-its rank in each channel.  The core checks the grant and validates the filters.
+its rank in each channel.  The core checks the grant and validates the filters.  Its first page,
+unfiltered, ends with the cube's activity (``activity``: items created per day by tier, LLM
+usage).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
 from memstrata.errors import PermissionDenied
 from memstrata.model import ITEM_TYPES, STATUSES, TIERS, Cube, Hit, MemoryItem
-from memstrata.server.ui import parts
+from memstrata.server.ui import activity, parts
 from memstrata.server.ui.markup import Markup, join, table, tag
 from memstrata.server.ui.signin import signin_page
 from memstrata.server.ui.visit import SignInRequired, UIRoute, Visit, Visitor, visitor
@@ -56,9 +57,7 @@ def _grants(visit: Visit, cube: Cube) -> Markup | None:
 
 def _cube_row(cube: Cube, stat: dict[str, Any]) -> list[Markup | str | int | None]:
     counts = stat.get("items", {})
-    usage = stat.get("llm_usage", {})
-    llm = f"{usage.get('calls', 0)} calls, {usage.get('prompt_tokens', 0)} + "
-    llm += f"{usage.get('completion_tokens', 0)} tokens"
+    llm = parts.usage_text(stat.get("llm_usage", {}))
     items = join(tag("span", f"{k}: {n}", class_="pill") for k, n in sorted(counts.items()))
     link = tag("a", cube.cube_id, href=parts.cube_url(cube.cube_id))
     pending = stat.get("pending_tasks", 0)
@@ -87,7 +86,10 @@ def browse(
     if q:
         body.append(_hits(visit, cube_id, q, filters))
     else:
-        body.append(_listing(visit, cube_id, filters, chosen, parts.page_number(page)))
+        number = parts.page_number(page)
+        body.append(_listing(visit, cube_id, filters, chosen, number))
+        if number == 1 and not filters:  # the cube as a whole: its activity
+            body.append(activity.section(visit, cube_id))
     return visit.page(f"Cube {cube.name}", join(body))
 
 
@@ -109,19 +111,13 @@ def _header(cube: Cube) -> Markup:
     return join([tag("p", facts, class_="muted"), parts.cube_tabs(cube.cube_id)])
 
 
-def _select(name: str, options: Sequence[str], chosen: str, blank: str) -> Markup:
-    choices = [tag("option", blank, value="", selected=not chosen)]
-    choices += [tag("option", o, value=o, selected=o == chosen) for o in options]
-    return tag("label", name, tag("select", *choices, name=name))
-
-
 def _filter_form(cube_id: str, chosen: dict[str, str], q: str) -> Markup:
     return tag(
         "form",
         tag("label", "search", tag("input", type="search", name="q", value=q, size=40)),
-        _select("tier", TIERS, chosen["tier"], "every tier"),
-        _select("type", ITEM_TYPES, chosen["type"], "every type"),
-        _select("status", (*STATUSES, ANY), chosen["status"], "searchable"),
+        parts.select("tier", TIERS, chosen["tier"], "every tier"),
+        parts.select("type", ITEM_TYPES, chosen["type"], "every type"),
+        parts.select("status", (*STATUSES, ANY), chosen["status"], "searchable"),
         tag("label", "session", tag("input", name="session", value=chosen["session"], size=12)),
         tag("button", "Show", type="submit"),
         method="get",
@@ -143,12 +139,7 @@ def _listing(
     shown, more = found[: parts.PAGE], len(found) > parts.PAGE
     rows = [_item_row(i) for i in shown]
     headers = ["event time", "memory", "kind", "session", "speaker"]
-    links = []
-    if page > 1:
-        links.append(tag("a", "← previous", href=parts.cube_url(cube_id, **chosen, page=page - 1)))
-    if more:
-        links.append(tag("a", "next →", href=parts.cube_url(cube_id, **chosen, page=page + 1)))
-    pager = tag("div", tag("span", f"page {page}", class_="muted"), *links, class_="pages")
+    pager = parts.pager(page, more, lambda n: parts.cube_url(cube_id, **chosen, page=n))
     return join([table(headers, rows, empty="No memory matches."), pager])
 
 

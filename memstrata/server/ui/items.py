@@ -2,8 +2,10 @@
 
 ``GET …/items/{item_id}``: text, metadata, sources (links to the source items), versions
 (``MemoryOS.history``, with a form comparing two: ``diff``) and, for whoever may read the
-audit trail, the item's events (``MemoryOS.audit``).  Actions (POST, each with the session's CSRF token):
-``…/rollback`` (``version``) → ``MemoryOS.rollback``; ``…/delete`` → ``MemoryOS.delete``;
+audit trail, the item's events (``MemoryOS.audit``).  Actions (POST, each with the session's
+CSRF token): ``…/rollback`` (``version``) → ``MemoryOS.rollback``; ``…/transition`` (``to``) →
+``MemoryOS.transition`` (the page offers the moves ``lifecycle.states.TRANSITIONS`` allows from
+the item's state; the core refuses any other); ``…/delete`` → ``MemoryOS.delete``;
 ``…/erase`` → ``MemoryOS.erase``, only with ``confirm=yes`` (``GET …/erase`` is the confirmation
 page, and so is a POST without it).  Done, an action redirects to the item's page (the cube's,
 after an erase) with what happened; refused, it shows the core's error.
@@ -17,6 +19,7 @@ from fastapi import APIRouter, Form, Response
 from fastapi.responses import RedirectResponse
 
 from memstrata.errors import PermissionDenied
+from memstrata.lifecycle import states
 from memstrata.model import Event, MemoryItem, Source, Version
 from memstrata.server.ui import parts
 from memstrata.server.ui.diff import version_form
@@ -103,8 +106,11 @@ def _rollback(visit: Visit, item: MemoryItem, version: int) -> Markup:
 
 
 def _post(visit: Visit, item: MemoryItem, action: str, label: str, **fields: str) -> Markup:
+    """A one-button form posting ``fields`` (and the CSRF token) to the item's ``action``; red
+    for what cannot be undone: delete, erase, a move to a state with no way out."""
     hidden = [tag("input", type="hidden", name=k, value=v) for k, v in fields.items()]
-    danger = "danger" if action in ("delete", "erase") else None
+    final = "to" in fields and not states.TRANSITIONS.get(fields["to"], ())
+    danger = "danger" if action in ("delete", "erase") or final else None
     return tag(
         "form",
         visit.csrf_field(),
@@ -136,8 +142,13 @@ def event_table(events: list[Event], cube_id: str) -> Markup:
 
 
 def _actions(visit: Visit, item: MemoryItem) -> Markup:
+    """The moves the lifecycle allows from the item's state, then delete and erase."""
+    moves = [
+        _post(visit, item, "transition", f"Move to {to}", to=to)
+        for to in states.TRANSITIONS.get(item.status, ())
+    ]
     erase = tag("a", "Erase for good…", href=parts.item_url(item.cube_id, item.id, "erase"))
-    return tag("div", _post(visit, item, "delete", "Delete"), erase, class_="actions")
+    return tag("div", *moves, _post(visit, item, "delete", "Delete"), erase, class_="actions")
 
 
 def _back(cube_id: str, item_id: str, done: str) -> Response:
@@ -155,6 +166,16 @@ def rollback(
         cube_id=cube_id,
     )  # fmt: skip
     return _back(cube_id, item_id, f"Rolled back to version {version} (now {restored.version}).")
+
+
+@router.post(PATH + "/transition")
+def transition(
+    cube_id: str, item_id: str, visit: Visitor, to: FormField = "", csrf_token: FormField = ""
+) -> Response:
+    """``MemoryOS.transition`` to the state ``to`` (the core says which moves are legal)."""
+    visit.check_csrf(csrf_token)
+    moved = visit.memory.transition(item_id, to, user_id=visit.user.user_id, cube_id=cube_id)
+    return _back(cube_id, item_id, f"Moved to {moved.status} (version {moved.version}).")
 
 
 @router.post(PATH + "/delete")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from memstrata.errors import ValidationError
-from memstrata.model import MemoryItem
+from memstrata.limits import MAX_ID_CHARS
+from memstrata.model import MemoryItem, parse_time
 from memstrata.server.ui.markup import Markup, join, tag
 
 #: Items per page of the memory browser (and hits per search).
@@ -79,3 +81,44 @@ def whole_number(raw: str, name: str, minimum: int = 0) -> int:
 def page_number(raw: str) -> int:
     """A ``page`` query value as a number from 1; ``ValidationError`` otherwise."""
     return whole_number(raw, "page", 1)
+
+
+def time_param(raw: str, name: str) -> datetime | None:
+    """A time typed in a form or a query (``datetime-local``'s ``2024-05-08T13:56``, or any ISO
+    8601 time; naive means UTC) as UTC, None when empty; ``ValidationError`` naming ``name``
+    otherwise (the core's parser, which reads at most 64 characters)."""
+    return parse_time(raw.strip(), name) if raw.strip() else None
+
+
+def name_param(raw: str, name: str) -> str:
+    """A name chosen in a form or a query (an op, a user id): one line of at most
+    ``MAX_ID_CHARS`` characters, stripped; ``ValidationError`` otherwise."""
+    raw = raw.strip()
+    if len(raw) > MAX_ID_CHARS or "\n" in raw or "\r" in raw:
+        raise ValidationError(f"{name} must be one line of at most {MAX_ID_CHARS} characters")
+    return raw
+
+
+def pager(page: int, more: bool, href: Callable[[int], str]) -> Markup:
+    """The page number with links to the previous page (from 2) and, when ``more``, the next;
+    ``href(n)`` is the URL of page ``n``."""
+    links = []
+    if page > 1:
+        links.append(tag("a", "← previous", href=href(page - 1)))
+    if more:
+        links.append(tag("a", "next →", href=href(page + 1)))
+    return tag("div", tag("span", f"page {page}", class_="muted"), *links, class_="pages")
+
+
+def usage_text(usage: Mapping[str, int]) -> str:
+    """A cube's LLM usage (``MemoryOS.stats``' running totals) in words."""
+    calls, prompt = usage.get("calls", 0), usage.get("prompt_tokens", 0)
+    return f"{calls} calls, {prompt} + {usage.get('completion_tokens', 0)} tokens"
+
+
+def select(name: str, options: Sequence[str], chosen: str, blank: str) -> Markup:
+    """A labelled ``<select>`` of ``options`` with ``chosen`` selected; ``blank`` labels the
+    empty choice (no filter)."""
+    choices = [tag("option", blank, value="", selected=not chosen)]
+    choices += [tag("option", o, value=o, selected=o == chosen) for o in options]
+    return tag("label", name, tag("select", *choices, name=name))

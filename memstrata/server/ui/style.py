@@ -50,4 +50,21 @@ dl.meta dd { margin: 0; }
 h3 { font-size: 1rem; margin: 1rem 0 .4rem; }
 .diff del { background: #fbe0e2; color: var(--bad); }
 .diff ins { background: #dcf2e3; color: var(--ok); }
+figure.chart { margin: .6rem 0 1.2rem; background: #fff; border: 1px solid var(--line);
+               padding: .6rem .8rem; }
+figure.chart figcaption { font-weight: 600; margin-bottom: .3rem; }
+svg.chart { display: block; width: 100%; max-width: 720px; height: auto; }
+svg.chart .axis { stroke: var(--muted); stroke-width: 1; }
+svg.chart .tick { fill: var(--muted); font-size: 11px; }
+svg.chart .tick.y { text-anchor: end; }
+svg.chart .tick.x { text-anchor: middle; }
+.s0 { fill: #2457a6; background: #2457a6; }
+.s1 { fill: #d9822b; background: #d9822b; }
+.s2 { fill: #1f6f3f; background: #1f6f3f; }
+.s3 { fill: #8e44ad; background: #8e44ad; }
+.legend { font-size: .85em; color: var(--muted); margin: .3rem 0; }
+.legend > span { margin-right: 1rem; }
+.swatch { display: inline-block; width: .8em; height: .8em; margin-right: .3em;
+          vertical-align: -.05em; }
+figure.chart summary { cursor: pointer; color: var(--accent); font-size: .9em; }
 """

@@ -2,9 +2,10 @@
 
 * working: the turns of the working tier (``MemoryOS.list_memories``, tier ``working``, type
   ``turn``), grouped by session;
-* mid: the active segments (tier ``mid``, type ``segment``), hottest first, with their heat and
-  what it is made of (visits, pages, last visit: the core stores the heat, not its three terms),
-  their keywords, summary and page chain (``sources``, each a link to the page);
+* mid: the active segments (tier ``mid``, type ``segment``): a histogram of their heat
+  (``charts.histogram``: ``HEAT_BINS`` equal bins from zero to the hottest), then each, hottest
+  first, with its heat and what it is made of (visits, pages, last visit: the core stores the
+  heat, not its three terms), keywords, summary and page chain (``sources``, links to the pages);
 * long: the current profile with its evidence (``MemoryOS.get_profile``), then the preferences
   and facts (tier ``long``) with the items they came from.
 
@@ -19,26 +20,30 @@ from fastapi import APIRouter, Response
 
 from memstrata.limits import MAX_TOP_K
 from memstrata.model import MemoryItem, ProfileAttribute
-from memstrata.server.ui import parts
+from memstrata.server.ui import charts, parts
 from memstrata.server.ui.markup import Markup, join, table, tag
 from memstrata.server.ui.visit import UIRoute, Visit, Visitor
 
 router = APIRouter(route_class=UIRoute, include_in_schema=False)
 #: The three terms of a segment's heat, as the core computes it (memstrata.tiers.mid.heat).
 HEAT = "heat = α·visits + β·pages + γ·exp(−Δt/τ), Δt since the last visit or change"
+#: Bins of the heat histogram.
+HEAT_BINS = 10
 
 
 @router.get("/ui/cubes/{cube_id}/tiers")
 def tiers(cube_id: str, visit: Visitor) -> Response:
     """The working turns by session, the mid-tier segments and the long tier."""
     cube = visit.memory.get_cube(cube_id, user_id=visit.user.user_id)
+    segments = _items(visit, cube_id, "mid", "segment")
     body = [
         parts.cube_tabs(cube_id),
         tag("h2", "Working tier: turns by session"),
         _working(_items(visit, cube_id, "working", "turn")),
         tag("h2", "Mid tier: segments, hottest first"),
         tag("p", HEAT, class_="muted"),
-        _segments(_items(visit, cube_id, "mid", "segment")),
+        _heat_chart(segments),
+        _segments(segments),
         tag("h2", "Long tier: profile"),
         _profile(visit.memory.get_profile(user_id=visit.user.user_id, cube_id=cube_id)),
     ]
@@ -63,6 +68,17 @@ def _working(turns: list[MemoryItem]) -> Markup:
         sections.append(tag("h3", f"session {session}" if session else "no session"))
         sections.append(table(["event time", "speaker", "turn"], rows))
     return join(sections)
+
+
+def _heat_chart(segments: list[MemoryItem]) -> Markup:
+    """The histogram of the segments' heat (``HEAT_BINS`` bins); nothing without a heat."""
+    heats = [s.heat for s in segments if s.heat is not None]
+    if not heats:
+        return Markup("")
+    labels, counts = charts.histogram(heats, HEAT_BINS)
+    desc = f"{len(heats)} segments by heat, from {min(heats):.3f} to {max(heats):.3f}, "
+    desc += f"in {len(labels)} bins of equal width; the fullest holds {max(counts)}."
+    return charts.bars("heat", "Segments by heat", "heat", labels, {"segments": counts}, desc)
 
 
 def _segments(segments: list[MemoryItem]) -> Markup:

@@ -76,16 +76,8 @@ def _listing(visit: Visit, cube_id: str, at: str, page: int) -> Markup:
     rows: list[list[Child]] = [
         [parts.when(i.event_time), parts.item_link(i), parts.kind(i), i.version] for i in then
     ]
-    links = []
-    if page > 1:
-        links.append(
-            tag("a", "← previous", href=parts.cube_url(cube_id, "as-of", at=at, page=page - 1))
-        )
-    if len(found) > parts.PAGE:
-        links.append(
-            tag("a", "next →", href=parts.cube_url(cube_id, "as-of", at=at, page=page + 1))
-        )
-    pager = tag("div", tag("span", f"page {page}", class_="muted"), *links, class_="pages")
+    more = len(found) > parts.PAGE
+    pager = parts.pager(page, more, lambda n: parts.cube_url(cube_id, "as-of", at=at, page=n))
     headers = ["event time", "memory then", "kind then", "version then"]
     return join([table(headers, rows, empty="No memory existed yet."), pager])
 

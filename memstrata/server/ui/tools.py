@@ -1,8 +1,7 @@
-"""A cube's context preview and audit log, and the background tasks.
+"""A cube's context preview, and the background tasks.
 
 ``GET /ui/cubes/{cube_id}/context`` packs ``MemoryOS.context`` for a query and a token budget
-and shows the text exactly as a model gets it; ``…/audit`` is ``MemoryOS.audit`` of the cube
-(administrators of the cube only, as in the SDK); ``GET /ui/tasks`` is ``MemoryOS.tasks``
+and shows the text exactly as a model gets it; ``GET /ui/tasks`` is ``MemoryOS.tasks``
 (every cube the user may read, or ``cube``; ``status`` narrows it).
 """
 
@@ -13,10 +12,8 @@ from typing import Annotated, cast, get_args
 from fastapi import APIRouter, Query, Response
 
 from memstrata.errors import ValidationError
-from memstrata.limits import MAX_AUDIT_LIMIT
 from memstrata.scheduler import TaskStatus
 from memstrata.server.ui import parts
-from memstrata.server.ui.items import event_table
 from memstrata.server.ui.markup import join, table, tag
 from memstrata.server.ui.visit import UIRoute, Visitor
 
@@ -63,15 +60,6 @@ def context(
             table(["memory", "fused score"], hits),
         ]
     return visit.page(f"Context preview · {cube.name}", join(body))
-
-
-@router.get("/ui/cubes/{cube_id}/audit")
-def audit(cube_id: str, visit: Visitor) -> Response:
-    """The cube's audit events, newest first (the latest ``MAX_AUDIT_LIMIT``)."""
-    cube = visit.memory.get_cube(cube_id, user_id=visit.user.user_id)
-    events = visit.memory.audit(by=visit.user.user_id, cube_id=cube_id, limit=MAX_AUDIT_LIMIT)
-    body = join([parts.cube_tabs(cube_id), event_table(events, cube_id)])
-    return visit.page(f"Audit · {cube.name}", body)
 
 
 @router.get("/ui/tasks")
