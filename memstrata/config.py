@@ -52,6 +52,13 @@ class Settings:
     )
     embed_batch_size: int = field(default=32, metadata=_help("texts per embedding call"))
     embed_threads: int = field(default=2, metadata=_help("CPU threads for local embedders"))
+    activation_tokens: int = field(
+        default=1000,
+        metadata=_help(
+            "tokens of a cube's stable context (profile, pinned items, newest facts) kept "
+            "prefilled as a KV cache for the local chat model; 0: never"
+        ),
+    )
     model_dir: str | None = field(
         default=None,
         metadata=_help(

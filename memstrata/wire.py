@@ -31,12 +31,14 @@ from datetime import datetime
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from memstrata.errors import ValidationError
+from memstrata.memcube import Artifact
 from memstrata.model import Hit, MemoryItem, Version, parse_time
 from memstrata.retrieval.pack import Context
 from memstrata.retrieval.prompt import ChatReply
 
 __all__ = [
     "WireError",
+    "artifact_to_wire",
     "chat_reply_from_wire",
     "chat_reply_to_wire",
     "context_from_wire",
@@ -98,10 +100,26 @@ def context_to_wire(context: Context) -> dict[str, Any]:
     }
 
 
+def artifact_to_wire(artifact: Artifact) -> dict[str, Any]:
+    """A cube's artifact as the surfaces show it: its row without where its file is kept."""
+    return {
+        "artifact_id": artifact.artifact_id, "kind": artifact.kind,
+        "fingerprint": artifact.fingerprint, "sha256": artifact.sha256,
+        "size_bytes": artifact.size_bytes, "metadata": artifact.metadata,
+        "created_at": to_wire(artifact.created_at),
+    }  # fmt: skip
+
+
 def chat_reply_to_wire(reply: ChatReply) -> dict[str, Any]:
-    """A chat answer, the ids of the stored turns, and the context used (or null)."""
+    """A chat answer, the ids of the stored turns, the context used (or null), and the KV
+    cache artifact the model started from (or null)."""
     context = None if reply.context is None else context_to_wire(reply.context)
-    return {"answer": reply.answer, "ids": list(reply.ids), "context": context}
+    return {
+        "answer": reply.answer,
+        "ids": list(reply.ids),
+        "context": context,
+        "activation": reply.activation,
+    }
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -159,6 +177,7 @@ def chat_reply_from_wire(data: object) -> ChatReply:
         answer=_decode(str, record.get("answer"), "ChatReply.answer"),
         ids=_decode(list[str], record.get("ids"), "ChatReply.ids"),
         context=None if context is None else context_from_wire(context),
+        activation=_decode(str | None, record.get("activation"), "ChatReply.activation"),
     )
 
 

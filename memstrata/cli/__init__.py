@@ -7,8 +7,9 @@ default, JSON with ``--json`` (``memstrata.wire``'s shapes).  Failures never pri
 line and status 2.
 
 The root group and what commands share are in ``app``; the commands in ``users``, ``cubes``,
-``memories``, ``memcube``, ``evals``, ``demo``, ``serve``, ``worker``, ``migrate`` and ``mcp``; text rendering in
-``render``.  ``cli`` is the group, ``main`` the console script.
+``memories``, ``memcube``, ``evals``, ``demo``, ``serve``, ``worker``, ``migrate`` and ``mcp``;
+text rendering in ``render``; the progress bar of long commands in ``progress``.  ``cli`` is the
+group, ``main`` the console script.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 
 from memstrata.cli import memories
 from memstrata.cli.app import cli
+from memstrata.cli.bench import bench_group
 from memstrata.cli.cubes import cubes
 from memstrata.cli.demo import demo
 from memstrata.cli.evals import eval_group
@@ -29,7 +31,7 @@ from memstrata.cli.worker import worker
 
 __all__ = ["cli", "main"]
 
-for _command in (users, cubes, *memories.COMMANDS, demo, eval_group, mcp, export_command,
+for _command in (users, cubes, *memories.COMMANDS, demo, eval_group, bench_group, mcp, export_command,
                  import_command, migrate_command, serve, worker):  # fmt: skip
     cli.add_command(_command)
 

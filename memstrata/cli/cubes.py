@@ -1,5 +1,5 @@
-"""``memstrata cubes …``: create, list, share and re-embed memory cubes (export and import are
-``memcube``'s)."""
+"""``memstrata cubes …``: create, list, share and re-embed memory cubes, list their artifacts and
+build their KV cache (export and import are ``memcube``'s)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ import click
 
 from memstrata.cli import render
 from memstrata.cli.app import emit, user_option, with_memory
+from memstrata.cli.progress import progress_bar
 from memstrata.memory.system import MemoryOS
 from memstrata.model import CUBE_KINDS, PERMISSIONS
+from memstrata.wire import artifact_to_wire
 
 
 @click.group()
 def cubes() -> None:
-    """Create, list, share and re-embed memory cubes."""
+    """Create, list, share and re-embed memory cubes; their artifacts."""
 
 
 @cubes.command("create")
@@ -55,5 +57,32 @@ def cubes_grant(memory: MemoryOS, cube_id: str, user_id: str, permission: str, b
 @with_memory
 def cubes_reembed(memory: MemoryOS, cube_id: str, user_id: str) -> None:
     """Re-embed every item of CUBE_ID with the current embedder (needs admin)."""
-    count = memory.reembed(cube_id, user_id=user_id)
+    with progress_bar(f"re-embedding {cube_id}") as progress:
+        count = memory.reembed(cube_id, user_id=user_id, progress=progress)
     emit({"cube_id": cube_id, "items": count}, [f"re-embedded {count} items in {cube_id}"])
+
+
+@cubes.command("artifacts")
+@click.argument("cube_id")
+@user_option
+@with_memory
+def cubes_artifacts(memory: MemoryOS, cube_id: str, user_id: str) -> None:
+    """List the KV caches and adapters of CUBE_ID, oldest first (needs read)."""
+    found = memory.artifacts(cube_id, user_id=user_id)
+    rows = [render.artifact_row(a) for a in found]
+    emit([artifact_to_wire(a) for a in found], render.table(rows))
+
+
+@cubes.command("activation")
+@click.argument("cube_id")
+@user_option
+@with_memory
+def cubes_activation(memory: MemoryOS, cube_id: str, user_id: str) -> None:
+    """Prefill the local chat model with CUBE_ID's stable context now and keep the KV cache
+    (needs write; docs/chat.md, "Activation memory")."""
+    made = memory.build_activation(cube_id, user_id=user_id)
+    if made is None:
+        emit(None, ["no KV cache: no local chat model, activation_tokens is 0, or nothing is "
+                    "stable in the cube yet"])  # fmt: skip
+        return
+    emit(artifact_to_wire(made), render.table([render.artifact_row(made)]))

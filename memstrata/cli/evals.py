@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
 from memstrata.cli.app import emit, options
+from memstrata.cli.progress import progress_bar
 from memstrata.config import Settings
 from memstrata.embed import DEFAULT_EMBEDDER, make_embedder
-from memstrata.eval import facts, locomo
+from memstrata.eval import facts, locomo, report
 from memstrata.llm import make_llm
 
 _DATA = click.option(
@@ -36,6 +37,13 @@ def eval_group() -> None:
 @click.option("--conversations", type=click.IntRange(min=1), help="Only the first N samples.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the result as JSON here.")
 @click.option(
+    "--report",
+    "report_dir",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Also write an HTML report (DIR/index.html) and the result (DIR/result.json) here.",
+)
+@click.option(
     "--llm-provider",
     type=click.Choice(["none", "openai", "local"]),
     help="Chat model that answers each question from its context, scored by F1 and BLEU-1 "
@@ -55,6 +63,7 @@ def eval_locomo(
     tiers: bool,
     conversations: int | None,
     out: str | None,
+    report_dir: str | None,
     llm_provider: str | None,
     llm_base_url: str | None,
     llm_model: str | None,
@@ -63,6 +72,8 @@ def eval_locomo(
     """Evidence recall of search and packed contexts on LoCoMo, by category; with a chat
     model, also F1 and BLEU-1 of its answers; with --facts, the long tier's notes against
     LoCoMo's reference observations."""
+    if check_facts and report_dir:
+        raise click.UsageError("--report draws recall results; --facts has none")
     given = options()
     samples = _samples(data, conversations)
     settings: dict[str, Any] = {} if tiers else {"working_capacity": 10_000,
@@ -76,20 +87,43 @@ def eval_locomo(
     llm_settings: dict[str, Any] = {k: v for k, v in chosen.items() if v is not None}
     llm = make_llm(Settings.load(given.config, **llm_settings))
     try:
-        # A bar on a terminal (its label only, otherwise): turns ingested and questions asked.
-        with click.progressbar(length=locomo.work(samples), label="LoCoMo", file=sys.stderr) as bar:
+        # A bar on a terminal: turns ingested and questions asked.
+        with progress_bar("LoCoMo") as progress:
             result = locomo.evaluate(
                 samples,
                 lambda path: given.open(path, workers=1),
                 cube_settings=settings,
                 llm=llm,
-                progress=bar.update,
+                progress=progress,
             )
     finally:
         if llm is not None:
             llm.close()
     _write(out, result)
     emit(result, locomo.table(result))
+    if report_dir:  # last: a folder that cannot be written loses nothing else
+        name = f"{Path(data).name}, {'tiers' if tiers else 'no tiers'}"
+        _report([report.Run(name, result)], report_dir, result)
+
+
+@eval_group.command("report")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--out",
+    required=True,
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Folder of the report: its index.html is written (the folder made if missing).",
+)
+def eval_report(results: tuple[str, ...], out: str) -> None:
+    """Draw an HTML report of one or more results of `eval locomo` (their --out files), side
+    by side, without running anything."""
+    try:
+        runs = [report.load(path) for path in results]
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    page = _report(runs, out)
+    emit({"report": str(page), "runs": [run.name for run in runs]}, [f"wrote {page}"])
 
 
 @eval_group.command("fit-facts")
@@ -123,6 +157,19 @@ def _write(out: str | None, value: object) -> None:
     """``value`` as JSON into the file ``out``, if one was given."""
     if out:
         Path(out).write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+
+
+def _report(runs: Sequence[report.Run], folder: str, result: object = None) -> Path:
+    """Write the report of ``runs`` in ``folder``, and ``result`` beside it as ``result.json``
+    if given; returns the page.  A file system error is one error line."""
+    try:
+        page = report.write(runs, folder)
+        if result is not None:
+            _write(str(page.parent / "result.json"), result)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise click.ClickException(f"cannot write the report in {folder}: {why}") from exc
+    return page
 
 
 def _samples(data: str, conversations: int | None) -> list[dict[str, Any]]:

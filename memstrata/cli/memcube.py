@@ -1,7 +1,7 @@
 """``memstrata export`` and ``memstrata import``: a cube to and from a MemCube (docs/memcube.md).
 
 Thin adapters over ``MemoryOS.export`` and ``MemoryOS.import_cube``: parse the arguments, call the
-core, print a line (or JSON with ``--json``).  Every failure is the CLI's one ``error: …`` line.
+core (with a progress bar on a terminal), print a line (or JSON with ``--json``).  Every failure is the CLI's one ``error: …`` line.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import click
 
 from memstrata.cli import render
 from memstrata.cli.app import emit, options
+from memstrata.cli.progress import progress_bar
 from memstrata.memcube import FORMAT_VERSION
 
 
@@ -19,13 +20,16 @@ from memstrata.memcube import FORMAT_VERSION
 @click.option(
     "--user", "user_id", required=True, metavar="USER", help="Acting user; needs admin on the cube."
 )
-def export_command(cube_id: str, path: str, user_id: str) -> None:
+@click.option("--no-artifacts", is_flag=True, help="Leave out the cube's KV caches and adapters.")
+def export_command(cube_id: str, path: str, user_id: str, no_artifacts: bool) -> None:
     """Write CUBE_ID to PATH: a new directory, or a .tar.gz archive when PATH ends so.
 
     PATH must not exist (an empty directory is fine): an export never overwrites.
     """
-    with options().open() as memory:
-        manifest = memory.export(cube_id, path, user_id=user_id)
+    with options().open() as memory, progress_bar(f"exporting {cube_id}") as progress:
+        manifest = memory.export(
+            cube_id, path, user_id=user_id, artifacts=not no_artifacts, progress=progress
+        )
     counts = manifest.counts
     emit(
         {"cube_id": cube_id, "path": path, "format_version": FORMAT_VERSION, "counts": counts},
@@ -74,9 +78,9 @@ def import_command(
     reembed: bool,
 ) -> None:
     """Import the MemCube at PATH (a directory or a .tar.gz) as a new cube."""
-    with options().open() as memory:
+    with options().open() as memory, progress_bar(f"re-embedding {path}") as progress:
         cube = memory.import_cube(
             path, owner=owner, by=user_id, cube_id=cube_id, keep_ids=not remap_ids,
-            reembed=reembed,
+            reembed=reembed, progress=progress,
         )  # fmt: skip
     emit(cube, [f"imported {path} as cube {cube.cube_id}", *render.table([render.cube_row(cube)])])

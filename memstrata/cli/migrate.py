@@ -7,11 +7,10 @@ did, and exits 1 when the count check at the end finds a cube that differs.
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from memstrata.cli.app import options
+from memstrata.cli.progress import progress_bar
 from memstrata.cli.worker import without_password
 from memstrata.memory.migration import cube_ids, migrate, opened
 
@@ -26,8 +25,9 @@ def migrate_command(source: str, target: str) -> None:
     with opened(source, target, options().settings()) as (src, dst):
         total = len(cube_ids(src))
         label = f"{without_password(source)} → {without_password(target)}"
-        with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
-            done = migrate(src, dst, on_cube=lambda _: bar.update(1))
+        with progress_bar(label) as progress:
+            progress(0, total)
+            done = migrate(src, dst, on_cube=lambda _: progress(1, total))
     click.echo(
         f"copied {done.users} user(s), {done.keys} key(s), {done.cubes} cube(s) with "
         f"{done.items} item(s), {done.grants} grant(s); {done.skipped_cubes} cube(s) were "

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from memstrata.memcube import Artifact
 from memstrata.model import ApiKey, Cube, Hit, MemoryItem, User, Version
 from memstrata.wire import to_wire
 
@@ -58,6 +59,13 @@ def key_row(key: ApiKey) -> tuple[str, ...]:
 
 def cube_row(cube: Cube) -> tuple[str, ...]:
     return (cube.cube_id, cube.kind, cube.owner, cube.name)
+
+
+def artifact_row(artifact: Artifact) -> tuple[str, ...]:
+    tokens = artifact.metadata.get("tokens")
+    size = "-" if artifact.size_bytes is None else f"{artifact.size_bytes / 1e6:.1f} MB"
+    return (artifact.artifact_id, artifact.kind, size, f"{tokens} tokens" if tokens else "-",
+            artifact.created_at.isoformat(timespec="seconds"))  # fmt: skip
 
 
 def who(item: MemoryItem) -> str:

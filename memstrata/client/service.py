@@ -1,11 +1,12 @@
-"""``Client``'s calls on the service: tasks, wait, configure, metrics, health, MemCube files."""
+"""``Client``'s calls on the service: tasks, wait, configure, metrics, health, MemCube files,
+artifacts."""
 
 from __future__ import annotations
 
 import os
 import time
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import httpx
 
@@ -63,8 +64,22 @@ class Service:
         found = self._http.json("GET", "/health")
         return Health(status=found["status"], version=found["version"])
 
-    def export(self, cube_id: str, path: str | os.PathLike[str]) -> Path:
-        """Download cube ``cube_id`` as a MemCube ``.tar.gz`` at ``path`` (a new file; needs admin).
+    def artifacts(self, cube_id: str) -> list[dict[str, Any]]:
+        """The cube's artifacts, oldest first (``MemoryOS.artifacts`` without the server's file
+        paths): ``artifact_id``, ``kind``, ``fingerprint``, ``sha256``, ``size_bytes``,
+        ``metadata``, ``created_at``."""
+        found = self._http.json("GET", f"/mem_cubes/{path_segment(cube_id)}/artifacts")
+        return list(found)
+
+    def build_activation(self, cube_id: str) -> dict[str, Any] | None:
+        """``MemoryOS.build_activation`` on the server: the cube's KV cache (as ``artifacts``
+        shows it), or None."""
+        found = self._http.json("POST", f"/mem_cubes/{path_segment(cube_id)}/activation")
+        return None if found is None else dict(found)
+
+    def export(self, cube_id: str, path: str | os.PathLike[str], *, artifacts: bool = True) -> Path:
+        """Download cube ``cube_id`` as a MemCube ``.tar.gz`` at ``path`` (a new file; needs admin;
+        without ``artifacts``, leaving out its KV caches and adapters).
 
         Never overwrites (``MemCubeError``); a failed download leaves no file.
         """
@@ -72,7 +87,8 @@ class Service:
         if target.exists():
             raise MemCubeError(f"{target} exists", hint="export to a new file")
         where = f"/mem_cubes/{path_segment(cube_id)}/export"
-        response = self._http.request("POST", where, stream=True)
+        params = {} if artifacts else {"artifacts": "false"}
+        response = self._http.request("POST", where, stream=True, params=params)
         try:
             save_stream(response, target)
         except httpx.TransportError as exc:

@@ -13,7 +13,8 @@ for every question of categories 1–4 with evidence, it measures:
 * ``answer_token_recall@1000tok``: the share of the gold answer's content words present in the
   1000-token context (questions whose answer has content words);
 * ``answer_in_context``: the gold answer string in the 1000-token context (answers of at most
-  four words only); ``tokens_per_query`` of that context; query latency p50/p95; ingest turns/s;
+  four words only); ``tokens_per_query`` of that context; query latency p50/p95 (and each
+  question's, in the order asked, under the result's ``query_ms``); ingest turns/s;
 * with an LLM (``evaluate(..., llm=...)``): ``f1`` and ``bleu1`` of the model's answer from the
   1000-token context against the gold answer (``eval.answers``).
 
@@ -135,28 +136,31 @@ def evaluate(
     open_memory: Callable[[str], MemoryOS],
     cube_settings: dict[str, Any] | None = None,
     llm: LLM | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Run the harness; ``open_memory(path)`` opens a fresh MemoryOS for one conversation.
 
     Each conversation's cube gets ``cube_settings``; questions are asked once the background
     work of its ingest is done (``MemoryOS.wait``).  With ``llm``, each question is also
     answered from its 1000-token context and scored (``f1``, ``bleu1``; a failed call scores 0
-    and is counted in ``llm_errors``).  ``progress(n)`` is told of each step done: a
-    conversation ingested counts its turns, a question asked counts 1 (``work`` is the total).
+    and is counted in ``llm_errors``).  ``progress(n, total)`` is told of each step done: a
+    conversation ingested counts its turns, a question asked counts 1, out of ``work(data)``
+    (first ``(0, total)``; the ``n`` add up to ``total``).
     """
     run = _Run(llm, cube_settings)
-    step = progress or (lambda _: None)
+    total = work(data)
+    step = progress or (lambda n, total: None)
+    step(0, total)
     for sample in data:
         with (
             tempfile.TemporaryDirectory() as folder,
             open_memory(str(Path(folder) / "locomo.db")) as mos,
         ):
             external = run.ingest(mos, sample)
-            step(turns(sample))
+            step(turns(sample), total)
             for qa in asked(sample):
                 run.ask(mos, qa, external)
-                step(1)
+                step(1, total)
     return run.result()
 
 
@@ -259,7 +263,8 @@ class _Run:
         }
         if self.llm is not None:
             overall |= {"llm_model": self.llm.model, "llm_errors": self.llm_errors}
-        return {"overall": overall, "by_category": summary}
+        query_ms = [round(1000 * s, 2) for s in self.latencies]
+        return {"overall": overall, "by_category": summary, "query_ms": query_ms}
 
 
 def _p95(values: list[float]) -> float:

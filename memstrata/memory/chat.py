@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from memstrata.errors import LLMError, LLMNotConfigured
 from memstrata.limits import MAX_CHAT_TOKENS
 from memstrata.llm import LLM, ChatMessage, Completion
+from memstrata.llm.local import Activation, LocalChat
 from memstrata.memory.access import check_id, check_int
 from memstrata.memory.components import Components
 from memstrata.memory.items import Items
@@ -46,13 +47,17 @@ class Chat:
         call, counted against ``cube_id``.  ``LLMNotConfigured`` without a chat model; an
         ``LLMError`` stores nothing.
         """
-        llm, messages, ctx = self._prompt(
+        llm, messages, ctx, cached = self._prompt(
             query, user_id, cube_id, session_id, budget_tokens, max_tokens
         )
-        completion = llm.complete(messages, max_tokens=max_tokens)
+        if cached is not None and isinstance(llm, LocalChat):
+            completion = llm.complete(messages, max_tokens=max_tokens, activation=cached[1])
+        else:
+            completion = llm.complete(messages, max_tokens=max_tokens)
         self._count(cube_id, completion)
         ids = self._remember(query, completion.text, user_id, cube_id, session_id)
-        return ChatReply(answer=completion.text, ids=ids, context=ctx)
+        used = cached[0] if cached is not None else None
+        return ChatReply(answer=completion.text, ids=ids, context=ctx, activation=used)
 
     def chat_stream(
         self,
@@ -70,13 +75,17 @@ class Chat:
         (a stream abandoned part-way stores nothing).  Token counts of a stream are not reported
         by every server; the call is counted with what was reported (often zero tokens).
         """
-        llm, messages, _ = self._prompt(
+        llm, messages, _, cached = self._prompt(
             query, user_id, cube_id, session_id, budget_tokens, max_tokens
         )
+        if cached is not None and isinstance(llm, LocalChat):
+            stream = llm.stream(messages, max_tokens=max_tokens, activation=cached[1])
+        else:
+            stream = llm.stream(messages, max_tokens=max_tokens)
 
         def pieces() -> Iterator[str]:
             answer: list[str] = []
-            for piece in llm.stream(messages, max_tokens=max_tokens):
+            for piece in stream:
                 answer.append(piece)
                 yield piece
             self._count(cube_id, Completion(text="".join(answer)))
@@ -92,8 +101,9 @@ class Chat:
         session_id: str | None,
         budget_tokens: int,
         max_tokens: int,
-    ) -> tuple[LLM, list[ChatMessage], Context]:
-        """Check everything a chat needs, then build its prompt (no model call yet)."""
+    ) -> tuple[LLM, list[ChatMessage], Context, tuple[str, Activation] | None]:
+        """Check everything a chat needs, then build its prompt (no model call yet), and find
+        the cube's KV cache for it: (artifact id, state), or None."""
         check_int(max_tokens, "max_tokens", 1, MAX_CHAT_TOKENS)
         if session_id is not None:
             check_id(session_id, "session_id")
@@ -104,7 +114,11 @@ class Chat:
         ctx = self._reading.context(
             query, user_id=user_id, budget_tokens=budget_tokens, session_id=session_id
         )
-        return llm, chat_messages(query, ctx, utcnow()), ctx
+        activation = self._parts.activation
+        stable = activation.stable(cube_id)
+        found = activation.lookup(cube_id, stable)
+        cached = (found[0].artifact_id, found[1]) if found is not None else None
+        return llm, chat_messages(query, ctx, utcnow(), stable.text), ctx, cached
 
     def _count(self, cube_id: str, completion: Completion) -> None:
         self._parts.store.record_usage(

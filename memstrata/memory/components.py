@@ -18,6 +18,7 @@ from memstrata.config import Settings
 from memstrata.embed import Embedder
 from memstrata.llm import LLM
 from memstrata.memory.access import Access
+from memstrata.memory.activation import ActivationMemory
 from memstrata.memory.indexing import IndexTasks
 from memstrata.scheduler import Scheduler
 from memstrata.store.base import Store
@@ -41,6 +42,8 @@ class Components:
     access: Access
     #: queues the approximate dense index's builds
     index: IndexTasks
+    #: the cubes' KV caches for the local chat model
+    activation: ActivationMemory
     #: the runtime settings last read from the database (JSON text), to see a change
     _runtime: str | None = field(default=None, repr=False)
 

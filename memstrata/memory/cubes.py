@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,25 +30,36 @@ from memstrata.memcube import (
     rehome,
     write_cube,
 )
+from memstrata.memory.embedding import embed_items
 from memstrata.model import Cube, User, new_id, utcnow
 from memstrata.store.base import Store
-from memstrata.text import embedding_text
 from memstrata.tiers.settings import TierSettings
 
 #: How many of the other users a MemCube names the ``import`` event lists (it counts them all).
 MAX_NAMED = 100
 
 
-def export_cube(store: Store, cube_id: str, path: str | os.PathLike[str]) -> Manifest:
+def export_cube(
+    store: Store,
+    cube_id: str,
+    path: str | os.PathLike[str],
+    *,
+    artifacts: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> Manifest:
     """Write cube ``cube_id`` as a MemCube at ``path``; returns what its ``cube.json`` says.
 
     ``path`` is a new directory (or an empty one), or a new ``.tar.gz`` file.  Needs ``admin``
     on the cube: an export carries the audit trail (who changed what, and why) and every
     version of every item, more than ``read`` shows, and whoever imports it owns the copy.
     Raises ``MemCubeError`` if ``path`` exists (an export never overwrites); the database is
-    only read, in one consistent snapshot.
+    only read, in one consistent snapshot.  Without ``artifacts`` the cube's KV caches and
+    adapters are left out (they are large and made for one model; a KV cache is rebuilt after
+    an import when a chat needs it).  ``progress(n, total)`` hears of the items as they are
+    written (``memstrata.memcube.write_cube``).
     """
-    return write_cube(store.read_cube(cube_id), path)
+    data = store.read_cube(cube_id)
+    return write_cube(data if artifacts else replace(data, artifacts=[]), path, progress=progress)
 
 
 def import_cube(
@@ -60,6 +72,7 @@ def import_cube(
     cube_id: str | None = None,
     keep_ids: bool = True,
     reembed: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Cube:
     """Import the MemCube at ``path`` (directory or tar) as a new cube; returns the cube.
 
@@ -88,6 +101,10 @@ def import_cube(
     ``MemCubeError``.  Everything is checked before the first write and the rows are written in
     one transaction, so a failed import leaves the database (and the artifacts directory) as it
     was.
+
+    ``progress(n, total)`` hears of the items as they are re-embedded (``memory.embedding``),
+    with ``reembed`` only: the embedder is what makes an import slow; reading the MemCube and its
+    one transaction are not followed.
     """
     if cube_id is not None and (not isinstance(cube_id, str) or not ID_PATTERN.match(cube_id)):
         raise ValidationError(
@@ -103,7 +120,7 @@ def import_cube(
         _check_settings(data)
         store.check_free(data)
         if reembed:
-            data = _reembedded(embedder, data)
+            data = _reembedded(embedder, data, progress)
         data = replace(data, cube=replace(data.cube, embedder=current))
         _insert(store, data, importer.user_id, {**note, "reembedded": reembed})
     cube = store.get_cube(data.cube.cube_id)
@@ -183,11 +200,13 @@ def _rehomed(source: MemCube, owner: str, target: str, keep_ids: bool) -> MemCub
     )
 
 
-def _reembedded(embedder: Embedder, data: MemCube) -> MemCube:
+def _reembedded(
+    embedder: Embedder, data: MemCube, progress: Callable[[int, int], None] | None
+) -> MemCube:
     """``data`` with a vector from ``embedder`` for every item that has text (in item order),
     whether or not the MemCube gave it one."""
     items = [item for item in data.items if item.text.strip()]
-    vectors = embedder.embed_passages([embedding_text(item) for item in items])
+    vectors = embed_items(embedder, items, progress)
     return replace(data, vector_ids=[item.id for item in items], vectors=vectors)
 
 

@@ -22,6 +22,7 @@ not derived from the segment).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from memstrata.errors import AdminRequired, CubeNotFound, OwnDataOnly, ValidationError
@@ -52,8 +53,12 @@ def erase(
     *,
     reason: str | None,
     own_data_only: bool = False,
+    forget: Callable[[list[str]], None] | None = None,
 ) -> int:
-    """Erase what ``scope`` names (see the module docstring); the number of items erased."""
+    """Erase what ``scope`` names (see the module docstring); the number of items erased.
+
+    ``forget`` is called with the cubes that lost items, after the erasure (so that what was
+    computed from them elsewhere, a KV cache, goes too)."""
     item_id, session_id, cube_id, subject = scope
     named = [item_id is not None, session_id is not None, subject is not None]
     if sum(named) > 1 or not (any(named) or cube_id is not None):
@@ -78,7 +83,10 @@ def erase(
         access.cube(user_id, cube_id, "admin")
         return store.delete_cube(cube_id, user_id)
     ids = [i for cube, direct in found.items() for i in _with_derived(store, cube, direct)]
-    return store.erase_items(ids, user_id, reason, subject=subject)
+    count = store.erase_items(ids, user_id, reason, subject=subject)
+    if forget is not None and count:
+        forget(sorted(found))
+    return count
 
 
 def _subject_cubes(

@@ -8,6 +8,7 @@ Reading as of a past time is part of ``get`` and ``search`` (``retrieval.history
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -102,8 +103,9 @@ class Governance:
             check_text(session_id, "session_id", MAX_ID_CHARS, line=True)
         scope = erase.Scope(item_id, session_id, cube_id, subject_user_id)
         return erase.erase(
-            self._store, self._access, user_id, scope, reason=reason, own_data_only=own_data_only
-        )
+            self._store, self._access, user_id, scope, reason=reason,
+            own_data_only=own_data_only, forget=self._parts.activation.forget,
+        )  # fmt: skip
 
     def transition(
         self,
@@ -155,12 +157,22 @@ class Governance:
         why = reason or f"rollback to version {version}"
         return self._items.write_version(item, restored, user_id, "rollback", why)
 
-    def export(self, cube_id: str, path: str | os.PathLike[str], *, user_id: str) -> Manifest:
+    def export(
+        self,
+        cube_id: str,
+        path: str | os.PathLike[str],
+        *,
+        user_id: str,
+        artifacts: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Manifest:
         """Write cube ``cube_id`` as a MemCube (docs/memcube.md) at ``path``: a new directory, or
-        a new ``.tar.gz``.  Needs ``admin``; never overwrites (``MemCubeError``); only reads.
+        a new ``.tar.gz``; without ``artifacts``, leaving out its KV caches and adapters.  Needs
+        ``admin``; never overwrites (``MemCubeError``); only reads.  ``progress(n, total)``
+        hears of the items as they are written.
         """
         self._access.cube(user_id, cube_id, "admin")
-        return cubes.export_cube(self._store, cube_id, path)
+        return cubes.export_cube(self._store, cube_id, path, artifacts=artifacts, progress=progress)
 
     def import_cube(
         self,
@@ -171,20 +183,22 @@ class Governance:
         cube_id: str | None = None,
         keep_ids: bool = True,
         reembed: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> Cube:
         """Import the MemCube at ``path`` as a new cube owned (``admin``) by ``owner``; all or
         nothing.  ``by`` is who imports (default: ``owner``); only an administrator imports for
         someone else.  An administrator's import keeps the ids (with ``keep_ids``) and the users
         the MemCube names; anyone else's gets new ids and becomes the author of what the MemCube
         says others did, the original names kept in ``metadata["origin"]``.  Ids, claims,
-        embedders and errors: see ``memstrata.memory.cubes.import_cube``.
+        embedders, errors and what ``progress(n, total)`` hears: see
+        ``memstrata.memory.cubes.import_cube``.
         """
         importer = owner if by is None else by
         self._access.self_or_admin(importer, owner)
         cube = cubes.import_cube(
             self._store, self._parts.embedder, path, owner=owner,
             importer=self._access.user(importer), cube_id=cube_id, keep_ids=keep_ids,
-            reembed=reembed,
+            reembed=reembed, progress=progress,
         )  # fmt: skip
         self._parts.index.added(cube.cube_id)  # a large import gets its index in the background
         return cube

@@ -7,7 +7,7 @@ validates all of its input before the first write, so an error leaves the databa
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -24,6 +24,7 @@ from memstrata.limits import (
 )
 from memstrata.memory.access import check_id, check_int, check_reason
 from memstrata.memory.components import Components
+from memstrata.memory.embedding import embed_items
 from memstrata.model import MemoryItem, Source, Version, new_id, utcnow
 from memstrata.reader import documents
 from memstrata.reader.messages import parse_content, parse_messages, parse_metadata
@@ -249,13 +250,20 @@ class Items:
         item = self._access.item(item_id, user_id, "read", cube_id)
         return self._store.versions(item.id)
 
-    def reembed(self, cube_id: str, *, user_id: str) -> int:
+    def reembed(
+        self,
+        cube_id: str,
+        *,
+        user_id: str,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
         """Re-embed every item of a cube with this MemoryOS's embedder, in this thread; returns
         the count.  The cure for ``EmbedderMismatch``.  Needs ``admin`` on the cube.
+        ``progress(n, total)`` hears of the items as they are embedded (``memory.embedding``).
         """
         self._access.cube(user_id, cube_id, "admin")
         embedder = self._parts.embedder
         items = list(self._store.iter_items(cube_id))
-        vectors = embedder.embed_passages([embedding_text(i) for i in items])
+        vectors = embed_items(embedder, items, progress)
         self._store.replace_vectors(cube_id, [i.id for i in items], vectors, fingerprint(embedder))
         return len(items)

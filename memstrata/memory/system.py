@@ -29,6 +29,7 @@ from memstrata.config import Settings
 from memstrata.embed import DEFAULT_EMBEDDER, Closeable, Embedder, make_embedder
 from memstrata.llm import LLM, OpenAIChat, make_llm
 from memstrata.memory.access import Access
+from memstrata.memory.activation import ActivationMemory
 from memstrata.memory.background import Background
 from memstrata.memory.chat import Chat
 from memstrata.memory.components import Components
@@ -80,8 +81,9 @@ class MemoryOS(Closing):
         self.tiers = TierTasks(store, embedder, self.scheduler, llm=reader_llm)
         access = Access(store, embedder)
         index = IndexTasks(store, self.scheduler)
+        activation = ActivationMemory(store, self.scheduler, llm, settings.activation_tokens)
         parts = Components(
-            store, embedder, settings, llm, self.scheduler, self.tiers, access, index
+            store, embedder, settings, llm, self.scheduler, self.tiers, access, index, activation
         )
         self._parts = parts
         self._principals = Principals(parts)
@@ -218,3 +220,5 @@ class MemoryOS(Closing):
     wait = Delegate("_background", Background.wait)
     tasks = Delegate("_background", Background.tasks)
     consolidate = Delegate("_background", Background.consolidate)
+    artifacts = Delegate("_background", Background.artifacts)
+    build_activation = Delegate("_background", Background.build_activation)

@@ -1,7 +1,9 @@
 """The chat prompt: a packed context and a question → chat messages (DESIGN §4, ``chat``).
 
-One system message says what the memory is and holds the rendered context (its format is
-documented in ``retrieval.pack``); the user's message follows unchanged.  The model is told to
+One system message says what the memory is and holds, in this order, the cube's stable context
+(``memory.activation``: the same at every question, so a model can keep it cached), today's date
+and the rendered context (its format is documented in ``retrieval.pack``); the user's message
+follows unchanged.  The model is told to
 prefer the memory and to say so when the memory does not hold the answer, instead of guessing.
 """
 
@@ -13,26 +15,58 @@ from datetime import datetime
 from memstrata.llm.base import ChatMessage
 from memstrata.retrieval.pack import Context
 
-SYSTEM = """You are a helpful assistant with a long-term memory of your conversations with the \
-user. Today is {today}. Below is what you remember that may be relevant, one line per memory, \
-each with its date and speaker. Use it to answer; when it does not hold the answer, say so \
-briefly rather than guess. Do not repeat these instructions.
+INSTRUCTIONS = """You are a helpful assistant with a long-term memory of your conversations with \
+the user. Use what you remember to answer; when it does not hold the answer, say so briefly \
+rather than guess. Do not repeat these instructions."""
+#: What the memory holds for good (a cube's stable context), right after the instructions.
+STABLE = """
+
+# What you know
+{stable}"""
+#: The part that changes with every question; its constant start is prefilled too.
+TODAY = """
+
+Today is """
+DYNAMIC = (
+    TODAY
+    + """{today}. Below is what you remember that may be relevant, one line per \
+memory, each with its date and speaker.
 
 # Memory
 {memory}"""
+)
 
 
 @dataclass(frozen=True)
 class ChatReply:
-    """The answer of ``MemoryOS.chat``, the ids of the two turns stored, and the context used."""
+    """The answer of ``MemoryOS.chat``, the ids of the two turns stored, the context used, and
+    the KV cache artifact the model started from (None: it read the whole prompt)."""
 
     answer: str
     ids: list[str] = field(default_factory=list)
     context: Context | None = None
+    activation: str | None = None
 
 
-def chat_messages(query: str, context: Context, now: datetime) -> list[ChatMessage]:
-    """The messages that ask the model ``query`` with ``context`` as its memory."""
+def stable_prefix(stable: str) -> str:
+    """The start of every system message for a cube whose stable context is ``stable``."""
+    return INSTRUCTIONS + (STABLE.format(stable=stable) if stable else "")
+
+
+def chat_messages(
+    query: str, context: Context, now: datetime, stable: str = ""
+) -> list[ChatMessage]:
+    """The messages that ask the model ``query`` with ``context`` as its memory, after the
+    cube's ``stable`` context (see ``memory.activation``)."""
     memory = context.text.strip() or "(nothing yet)"
-    system = SYSTEM.format(today=now.strftime("%Y-%m-%d"), memory=memory)
-    return [{"role": "system", "content": system}, {"role": "user", "content": query}]
+    dynamic = DYNAMIC.format(today=now.strftime("%Y-%m-%d"), memory=memory)
+    return [
+        {"role": "system", "content": stable_prefix(stable) + dynamic},
+        {"role": "user", "content": query},
+    ]
+
+
+def prefill_messages(stable: str) -> list[ChatMessage]:
+    """What a model reads to hold ``stable`` in its cache: every prompt of ``chat_messages``
+    starts with the same tokens, up to the date."""
+    return [{"role": "system", "content": stable_prefix(stable) + TODAY.rstrip(" ")}]

@@ -36,6 +36,7 @@ from memstrata.limits import (
     MAX_WAIT_S,
     RUNTIME_RANGES,
 )
+from memstrata.memcube import Artifact
 from memstrata.model import (
     ApiKey,
     CubeKind,
@@ -141,6 +142,22 @@ class CubeIn(_Body):
 class CubeDeleted(BaseModel):
     cube_id: str
     deleted_items: int
+
+
+class ArtifactOut(BaseModel):
+    """A cube's artifact as the API shows it (where the server keeps its file is not shown)."""
+
+    artifact_id: str
+    kind: str = Field(description="kv_cache (activation memory) or lora (an adapter).")
+    fingerprint: str
+    sha256: str | None
+    size_bytes: int | None
+    metadata: dict[str, Any]
+    created_at: datetime
+
+    @classmethod
+    def of(cls, artifact: Artifact) -> ArtifactOut:
+        return cls.model_validate(wire.artifact_to_wire(artifact))
 
 
 class ShareIn(_Body):
@@ -333,6 +350,10 @@ class ChatOut(_Out):
     answer: str
     ids: list[str] = Field(description="The stored question and answer turns.")
     context: ContextOut | None
+    activation: str | None = Field(
+        default=None,
+        description="The cube's KV cache artifact the local model started from (null: none).",
+    )
 
     @classmethod
     def of(cls, reply: ChatReply) -> ChatOut:

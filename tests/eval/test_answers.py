@@ -82,13 +82,16 @@ def test_the_harness_answers_from_the_context_and_scores(endpoint: str) -> None:
 
 def test_without_a_model_there_are_no_answer_scores() -> None:
     data = locomo.load(FIXTURE)
-    steps: list[int] = []
+    steps: list[tuple[int, int]] = []
     result = locomo.evaluate(
-        data, lambda path: MemoryOS.open(path, workers=0), progress=steps.append
+        data, lambda path: MemoryOS.open(path, workers=0), progress=lambda *n: steps.append(n)
     )
     assert "f1" not in result["overall"] and "llm_model" not in result["overall"]
     # Progress: every turn ingested and every question asked, summing to the announced work.
-    assert sum(steps) == locomo.work(data) and steps.count(1) >= result["overall"]["questions"]
+    total = locomo.work(data)
+    assert steps[0] == (0, total) and {t for _, t in steps} == {total}
+    assert sum(n for n, _ in steps) == total
+    assert [n for n, _ in steps].count(1) >= result["overall"]["questions"]
 
 
 def test_eval_command_takes_the_model_from_its_flags(endpoint: str, tmp_path: Path) -> None:

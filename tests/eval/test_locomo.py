@@ -28,15 +28,22 @@ def test_sessions_keep_dates_speakers_ids_and_captions() -> None:
 
 @pytest.mark.parametrize("tiers", ["--tiers", "--no-tiers"])
 def test_eval_locomo_command(tmp_path: Path, tiers: str) -> None:
-    out = tmp_path / "result.json"
+    out, report = tmp_path / "result.json", tmp_path / "report"
     result = CliRunner().invoke(
-        cli, ["eval", "locomo", "--data", str(FIXTURE), tiers, "--out", str(out)]
-    )
+        cli,
+        ["eval", "locomo", "--data", str(FIXTURE), tiers, "--out", str(out),
+         "--report", str(report)],
+    )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert "single-hop" in result.stdout
+    assert result.stderr == ""  # no progress bar off a terminal, not even its label
     data = json.loads(out.read_text())
     overall = data["overall"]
     assert overall["questions"] == 4  # category 5 and empty evidence are skipped
+    assert len(data["query_ms"]) == 4 and max(data["query_ms"]) >= overall["query_ms_p50"]
+    assert json.loads((report / "result.json").read_text())["overall"] == overall
+    named = "locomo_mini.json, " + tiers.strip("-").replace("-", " ")  # the run, in the report
+    assert named in (report / "index.html").read_text()
     for key in (
         "recall@10",
         "recall@1000tok",

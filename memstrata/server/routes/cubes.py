@@ -7,7 +7,7 @@ from fastapi import Response
 from memstrata.model import Cube, Grant
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import make_router
-from memstrata.server.schemas import CubeDeleted, CubeIn, ShareIn
+from memstrata.server.schemas import ArtifactOut, CubeDeleted, CubeIn, ShareIn
 
 router = make_router("cubes")
 
@@ -55,3 +55,21 @@ def revoke(cube_id: str, user_id: str, memory: Memory, user: Caller) -> Response
 def grants(cube_id: str, memory: Memory, user: Caller) -> list[Grant]:
     """Every grant on the cube, the owner's admin included, oldest first."""
     return memory.grants(cube_id, by=user.user_id)
+
+
+@router.get("/mem_cubes/{cube_id}/artifacts", summary="A cube's KV caches and adapters (read)")
+def artifacts(cube_id: str, memory: Memory, user: Caller) -> list[ArtifactOut]:
+    """Every artifact of the cube, oldest first (a KV cache's metadata names its model, token
+    count and the items, with versions, it was made from)."""
+    return [ArtifactOut.of(a) for a in memory.artifacts(cube_id, user_id=user.user_id)]
+
+
+@router.post(
+    "/mem_cubes/{cube_id}/activation",
+    summary="Prefill the local model with the cube's stable context now (needs write)",
+)
+def build_activation(cube_id: str, memory: Memory, user: Caller) -> ArtifactOut | None:
+    """The cube's KV cache for its stable context as it is now, made if missing; null without a
+    local chat model, with ``activation_tokens`` 0, or when nothing is stable yet."""
+    made = memory.build_activation(cube_id, user_id=user.user_id)
+    return None if made is None else ArtifactOut.of(made)

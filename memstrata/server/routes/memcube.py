@@ -44,13 +44,14 @@ _EXPORTED = {
     responses={**JSON_ERRORS, 200: _EXPORTED},
     summary="Download a cube as a MemCube .tar.gz (needs admin)",
 )
-def export(cube_id: str, memory: Memory, user: Caller) -> StreamingResponse:
-    """Every item with every version, the vectors, the audit events and the artifacts, read in one
+def export(cube_id: str, memory: Memory, user: Caller, artifacts: bool = True) -> StreamingResponse:
+    """Every item with every version, the vectors, the audit events and the artifacts (unless
+    ``artifacts=false``: KV caches and adapters are large and model-specific), read in one
     consistent snapshot.  Needs admin on the cube: an export shows more than read does."""
     folder = Path(tempfile.mkdtemp(prefix="memstrata-export-"))
     try:
         with _hiding(folder / _ARCHIVE, "a temporary file"):
-            memory.export(cube_id, folder / _ARCHIVE, user_id=user.user_id)
+            memory.export(cube_id, folder / _ARCHIVE, user_id=user.user_id, artifacts=artifacts)
         archive = open(folder / _ARCHIVE, "rb")  # noqa: SIM115 - closed by _pieces
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
