@@ -36,7 +36,7 @@ from memstrata.limits import (
     check_text,
     shown,
 )
-from memstrata.memory.access import check_id
+from memstrata.memory.access import check_id, check_int
 from memstrata.memory.components import Components
 from memstrata.model import (
     CUBE_KINDS,
@@ -47,6 +47,7 @@ from memstrata.model import (
     ApiKey,
     Cube,
     Grant,
+    LLMUsage,
     User,
     new_id,
 )
@@ -311,6 +312,16 @@ class Principals:
                 "llm_usage": dict(self._store.llm_usage(cube.cube_id)),
             }
         return result
+
+    def llm_usage_by_day(
+        self, cube_id: str, *, user_id: str, days: int = 30
+    ) -> list[tuple[str, LLMUsage]]:
+        """The cube's LLM calls and tokens per UTC day over the last ``days`` (1–366) days,
+        days with calls only, oldest first, as (``YYYY-MM-DD``, usage).  Needs ``read``.
+        Calls made before a database had schema 7 are in ``stats``' totals only."""
+        check_int(days, "days", 1, 366)
+        self._access.cube(user_id, cube_id, "read")
+        return self._store.llm_usage_by_day(cube_id, days)
 
     def configure(self, /, *, by: str, **changes: Any) -> Settings:
         """Change runtime settings (``RUNTIME_SETTINGS``) for every process serving this

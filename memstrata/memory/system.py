@@ -14,7 +14,7 @@ part that owns its concern (see ``memory.delegate``):
 ``memory.reading``     search (live and as of a time), context, profile, MemoryOS-style recall
 ``memory.chat``        chat and chat_stream
 ``memory.governance``  transitions, rollback, audit, erasure, MemCube export and import
-``memory.background``  wait, tasks, consolidate
+``memory.background``  wait, tasks, retry a failed task, consolidate, artifacts, KV cache
 =====================  ==========================================================================
 """
 
@@ -187,6 +187,7 @@ class MemoryOS(Closing):
     revoke = Delegate("_principals", Principals.revoke)
     grants = Delegate("_principals", Principals.grants)
     stats = Delegate("_principals", Principals.stats)
+    llm_usage_by_day = Delegate("_principals", Principals.llm_usage_by_day)
     configure = Delegate("_principals", Principals.configure)
 
     # -- items (memory.items) ----------------------------------------------------------------
@@ -219,6 +220,8 @@ class MemoryOS(Closing):
     # -- background work (memory.background) -------------------------------------------------
     wait = Delegate("_background", Background.wait)
     tasks = Delegate("_background", Background.tasks)
+    retry_task = Delegate("_background", Background.retry_task)
+    may_retry = Delegate("_background", Background.may_retry)
     consolidate = Delegate("_background", Background.consolidate)
     artifacts = Delegate("_background", Background.artifacts)
     build_activation = Delegate("_background", Background.build_activation)

@@ -302,6 +302,10 @@ class UsageStore(Protocol):
     def llm_usage(self, cube_id: str) -> LLMUsage:
         """``cube_id``'s totals so far (zeros for a cube that never used an LLM)."""
 
+    def llm_usage_by_day(self, cube_id: str, days: int) -> list[tuple[str, LLMUsage]]:
+        """``cube_id``'s usage per UTC day over the last ``days`` days, days with calls only,
+        oldest first, as (``YYYY-MM-DD``, usage)."""
+
 
 class ArchiveStore(Protocol):
     """Whole cubes as ``MemCube`` objects: the store side of export and import (docs/memcube.md)."""

@@ -5,7 +5,8 @@ so a crash loses none.  Its life::
 
     pending ──claim──► running ──complete──► done
        ▲                  │ │
-       └──fail(retry_in)──┘ └──fail(None) or attempts exhausted──► failed
+       ├──fail(retry_in)──┘ └──fail(None) or attempts exhausted──► failed
+       └───retry (one more attempt)──────────────────────────────────┘
        (a running task whose lease expired is claimable again: the worker that held it is gone)
 
 Times are UTC ``datetime`` objects in the model and wall-clock seconds in the store, so processes
@@ -16,7 +17,9 @@ Claims are fenced by the attempt number: ``claim`` returns the task with ``attem
 incremented, and ``renew``/``complete``/``fail``/``release`` given ``attempt=task.attempts`` act only
 while that claim is still the current one, so a worker whose lease expired and was re-claimed
 elsewhere cannot finish or fail the new run.  ``release`` gives the attempt back (the next claim
-has the same number), so a caller that releases a claim must not use it again.
+has the same number), so a caller that releases a claim must not use it again.  ``retry`` never
+resets ``attempts`` (it raises ``max_attempts`` instead), so claim numbers only grow and a worker
+that lost a claim long ago cannot finish a later run that reached the same number.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
-from memstrata.errors import ValidationError
+from memstrata.errors import TaskNotFailed, TaskNotFound, ValidationError
 from memstrata.model import from_epoch
 from memstrata.store import rows
 
@@ -145,6 +148,20 @@ class TaskQueue(Protocol):
         """
         ...
 
+    def retry(self, task_id: str) -> Task:
+        """Give a ``failed`` task one more attempt: ``pending`` again and due now; the task as it
+        stands just after (a worker may have claimed it already).
+
+        ``attempts`` is kept, not reset: it is the history of the runs and the fence of their
+        claims (see the module doc), so ``max_attempts`` becomes ``attempts + 1``; a run that
+        fails again is ``failed`` at once, without a backoff retry.  The last ``error`` is kept
+        until the task is done, as for a task waiting for a backoff retry.  The payload, kind,
+        cube and dedupe key are unchanged (a task still holding its key holds it again, as a
+        pending task).  ``TaskNotFound`` for an unknown id; ``TaskNotFailed`` (a
+        ``ConflictError``), and nothing changed, when the task is not ``failed``.
+        """
+        ...
+
     def get(self, task_id: str) -> Task | None:
         """The task, or ``None`` when there is no such id."""
         ...
@@ -169,6 +186,16 @@ def truncate_error(error: str) -> str:
         return error
     marker = " … [truncated]"
     return error[: MAX_ERROR_CHARS - len(marker)] + marker
+
+
+def retried(task_id: str, changed: bool, now: Task | None) -> Task:
+    """``retry``'s answer, given whether its write changed the task and the task read after it:
+    the task, or ``TaskNotFound`` / ``TaskNotFailed``."""
+    if now is None:
+        raise TaskNotFound(task_id)
+    if not changed:
+        raise TaskNotFailed(task_id, now.status)
+    return now
 
 
 def checked_submit(kind: str, payload: dict[str, Any], max_attempts: int, delay_s: float) -> str:

@@ -21,6 +21,7 @@ from memstrata.store.queue import (
     check_non_negative,
     check_positive,
     check_status,
+    retried,
     task_from_row,
     truncate_error,
 )
@@ -87,6 +88,17 @@ class SQLTaskQueue:
             f"lease_until = NULL, updated_at = {self.mark}"
         )
         return self._update_running(task_id, attempt, assignments, [now, now])
+
+    def retry(self, task_id: str) -> Task:
+        now = time.time()
+        m = self.mark
+        sql = (
+            f"UPDATE tasks SET status = 'pending', max_attempts = attempts + 1, run_after = {m}, "
+            f"lease_until = NULL, updated_at = {m} WHERE task_id = {m} AND status = 'failed'"
+        )
+        with self._transaction() as conn:
+            changed = conn.execute(sql, [now, now, task_id]).rowcount == 1
+        return retried(task_id, changed, self.get(task_id))
 
     def get(self, task_id: str) -> Task | None:
         found = self._rows(f"SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = {self.mark}",

@@ -338,8 +338,13 @@ def test_llm_usage_adds_up_per_cube_and_goes_with_the_cube(store: Store) -> None
     store.record_usage("c1", 20, 3)
     store.record_usage("c2", 1, 1)
     assert store.llm_usage("c1") == {"calls": 2, "prompt_tokens": 120, "completion_tokens": 10}
+    today = datetime.now(timezone.utc)
+    days = store.llm_usage_by_day("c1", 30)  # one day, or two across a midnight
+    assert {d for d, _ in days} <= {f"{today - timedelta(days=1):%Y-%m-%d}", f"{today:%Y-%m-%d}"}
+    assert sum(u["calls"] for _, u in days) == 2 and sum(u["prompt_tokens"] for _, u in days) == 120
     store.delete_cube("c1", "u1")
     assert store.llm_usage("c1")["calls"] == 0 and store.llm_usage("c2")["calls"] == 1
+    assert store.llm_usage_by_day("c1", 30) == [] and len(store.llm_usage_by_day("c2", 1)) == 1
 
 
 def test_a_cube_read_whole_is_inserted_identically_elsewhere(

@@ -26,6 +26,7 @@ def test_new_file_is_created_migrated_and_in_wal(tmp_path: Path) -> None:
             (4, "per-cube index terms"),
             (5, "speaker index"),
             (6, "session order index"),
+            (7, "llm usage per day"),
         ]
     finally:
         conn.close()

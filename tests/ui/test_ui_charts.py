@@ -131,7 +131,24 @@ def test_the_cube_page_shows_items_per_day_by_tier(inspector: Inspector, sign_in
     stats = inspector.memory.stats(user_id=owner.user_id, cube_id=cube_id)[cube_id]
     assert sum(stats["items"].values()) == len(items)  # the cube list's counts
     usage = parts.usage_text(stats["llm_usage"])
-    assert f"LLM usage, totals so far: {usage}" in page.text and "not per day" in page.text
+    assert f"LLM usage, totals so far: {usage}" in page.text
+    assert 'id="llm-calls"' not in page.text  # no call, no chart
+
+
+def test_the_cube_page_charts_llm_calls_and_tokens_per_day(
+    inspector: Inspector, sign_in: SignIn
+) -> None:
+    owner = sign_in("spender")
+    cube_id = tiered(inspector, owner.user_id)
+    inspector.memory.store.record_usage(cube_id, 100, 7)  # what a chat counts
+    inspector.memory.store.record_usage(cube_id, 20, 3)
+    page = owner.http.get(f"/ui/cubes/{cube_id}")
+    [(day, _)] = inspector.memory.llm_usage_by_day(cube_id, user_id=owner.user_id)
+    [calls] = rects(page.text, "llm-calls")
+    assert (calls["data-label"], int(calls["data-value"])) == (day, 2)
+    tokens = {b["data-series"]: int(b["data-value"]) for b in rects(page.text, "llm-tokens")}
+    assert tokens == {"prompt": 120, "completion": 10}
+    assert "LLM usage, totals so far: 2 calls" in page.text
 
 
 def test_the_activity_is_only_on_the_plain_first_page(cube: Cube) -> None:

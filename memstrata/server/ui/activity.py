@@ -7,13 +7,14 @@ segment has moved from the working tier to the mid tier), drawn by ``charts.bars
 day from the first to the last with an item, the latest ``DAYS`` at most.  The page says when
 items were left out (older days, or past ``MAX_ITEMS``).
 
-The LLM usage is ``MemoryOS.stats``' running totals: the core counts calls and tokens per cube,
-not per day, so they are shown as totals, with no chart over time.
+The LLM usage is ``MemoryOS.stats``' running totals and ``MemoryOS.llm_usage_by_day``: calls and
+tokens (prompt and completion stacked) per UTC day over the last ``USAGE_DAYS`` days, every day
+from the first with a call to today.
 """
 
 from __future__ import annotations
 
-from datetime import timezone
+from datetime import date, datetime, timedelta, timezone
 
 from memstrata.limits import MAX_TOP_K
 from memstrata.model import TIERS, MemoryItem
@@ -25,6 +26,8 @@ from memstrata.server.ui.visit import Visit
 MAX_ITEMS = 5 * MAX_TOP_K
 #: The most days the chart shows (the latest ones).
 DAYS = 60
+#: The days the LLM usage charts cover (up to today).
+USAGE_DAYS = 30
 
 
 def section(visit: Visit, cube_id: str) -> Markup:
@@ -46,9 +49,33 @@ def section(visit: Visit, cube_id: str) -> Markup:
                                 days.labels, days.counts, desc))  # fmt: skip
     body.append(tag("p", " ".join(notes), class_="muted"))
     usage = visit.memory.stats(user_id=visit.user.user_id, cube_id=cube_id)[cube_id]["llm_usage"]
-    body.append(tag("p", f"LLM usage, totals so far: {parts.usage_text(usage)} "
-                         "(the core counts them per cube, not per day).", id="llm-usage"))  # fmt: skip
+    body.append(tag("p", f"LLM usage, totals so far: {parts.usage_text(usage)}.", id="llm-usage"))
+    body.append(_usage_charts(visit, cube_id))
     return join(body)
+
+
+def _usage_charts(visit: Visit, cube_id: str) -> Markup:
+    """Calls and tokens per day over the last ``USAGE_DAYS`` days (nothing when none)."""
+    found = dict(
+        visit.memory.llm_usage_by_day(cube_id, user_id=visit.user.user_id, days=USAGE_DAYS)
+    )
+    if not found:
+        return Markup("")
+    today = datetime.now(timezone.utc).date()
+    first = min(date.fromisoformat(d) for d in found)
+    labels = [(first + timedelta(days=n)).isoformat() for n in range((today - first).days + 1)]
+    zero = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    daily = [found.get(day, zero) for day in labels]
+    calls = charts.bars("llm-calls", "LLM calls per day", "day", labels,
+                        {"calls": [u["calls"] for u in daily]},
+                        f"{sum(u['calls'] for u in daily)} calls over {len(labels)} days.")  # fmt: skip
+    tokens = charts.bars(
+        "llm-tokens", "LLM tokens per day", "day", labels,
+        {"prompt": [u["prompt_tokens"] for u in daily],
+         "completion": [u["completion_tokens"] for u in daily]},
+        "Prompt and completion tokens stacked, per day.",
+    )  # fmt: skip
+    return join([calls, tokens])
 
 
 def _items(visit: Visit, cube_id: str) -> tuple[list[MemoryItem], bool]:

@@ -63,7 +63,7 @@ class PostgresErasure(PostgresDatabase):
                 (cube_id,),
             )
             count = conn.execute("DELETE FROM items WHERE cube_id = %s", (cube_id,)).rowcount
-            for table in ("tasks", "grants", "artifacts", "llm_usage"):
+            for table in ("tasks", "grants", "artifacts", "llm_usage", "llm_usage_daily"):
                 conn.execute(f"DELETE FROM {table} WHERE cube_id = %s", (cube_id,))
             conn.execute(f"{_BLANK_EVENTS} WHERE cube_id = %s", (cube_id,))
             conn.execute("DELETE FROM cubes WHERE cube_id = %s", (cube_id,))

@@ -194,8 +194,22 @@ CREATE TABLE llm_usage (
 )
 """
 
+_V2 = """
+CREATE TABLE llm_usage_daily (
+    cube_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    calls BIGINT NOT NULL DEFAULT 0,
+    prompt_tokens BIGINT NOT NULL DEFAULT 0,
+    completion_tokens BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (cube_id, day)
+)
+"""
+
 #: version → (name, SQL statements separated by ";\n" at the end of a line).
-MIGRATIONS: dict[int, tuple[str, str]] = {1: ("data model", _V1)}
+MIGRATIONS: dict[int, tuple[str, str]] = {
+    1: ("data model", _V1),
+    2: ("llm usage per day", _V2),
+}
 LATEST = max(MIGRATIONS)
 
 

@@ -39,6 +39,7 @@ from memstrata.store.queue import (
     check_positive,
     check_status,
     checked_submit,
+    retried,
     truncate_error,
 )
 from memstrata.store.redis import scripts
@@ -77,7 +78,7 @@ class RedisTaskQueue(Closing):
             ) from exc
         self._scripts = {
             name: self._client.register_script(getattr(scripts, name))
-            for name in ("SUBMIT", "CLAIM", "RENEW", "COMPLETE", "FAIL", "RELEASE", "TASKS")
+            for name in ("SUBMIT", "CLAIM", "RENEW", "COMPLETE", "FAIL", "RELEASE", "RETRY", "TASKS")
         }
         with self._errors():
             self._client.ping()
@@ -136,6 +137,10 @@ class RedisTaskQueue(Closing):
 
     def release(self, task_id: str, *, attempt: int | None = None) -> bool:
         return self._change("RELEASE", task_id, attempt, time.time())
+
+    def retry(self, task_id: str) -> Task:
+        changed = bool(self._run("RETRY", task_id, repr(time.time())))
+        return retried(task_id, changed, self.get(task_id))
 
     def get(self, task_id: str) -> Task | None:
         with self._errors():

@@ -278,6 +278,23 @@ return 1
 """
 )
 
+#: ARGV: prefix, id, now.  Returns 1, or 0 (nothing changed) when the task is not failed.
+RETRY = (
+    _COMMON
+    + """
+local id, now = ARGV[2], ARGV[3]
+local key = task_key(id)
+if redis.call('HGET', key, 'status') ~= 'failed' then return 0 end
+local attempts = tonumber(redis.call('HGET', key, 'attempts'))
+redis.call('HSET', key, 'max_attempts', tostring(attempts + 1))
+redis.call('HSET', key, 'run_after', now, 'updated_at', now)
+move(id, key, 'failed', 'pending')
+promote(now)
+enqueue(id, key)
+return 1
+"""
+)
+
 #: ARGV: prefix, index key, stop (the last rank: limit - 1, or -1 for all).  Returns the
 #: tasks' hashes, newest first, each a flat list: one snapshot, as a script is atomic.
 TASKS = (

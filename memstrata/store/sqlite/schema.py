@@ -96,6 +96,17 @@ def _v6(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX items_cube_session_time ON items (cube_id, session_id, event_time)")
 
 
+@migration(7, "llm usage per day")
+def _v7(conn: sqlite3.Connection) -> None:
+    # The inspector charts calls and tokens per day; the running totals have no dates, so the
+    # days before this migration stay unknown (the totals still count them).
+    conn.execute(
+        "CREATE TABLE llm_usage_daily (cube_id TEXT NOT NULL, day TEXT NOT NULL,"
+        " calls INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER NOT NULL DEFAULT 0,"
+        " completion_tokens INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (cube_id, day))"
+    )
+
+
 LATEST = max(_MIGRATIONS)
 
 
