@@ -29,7 +29,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from memstrata.errors import StorageError
+from memstrata.errors import MemCubeError, StorageError
 from memstrata.filters import Filters
 from memstrata.llm.local import Activation, LocalChat
 from memstrata.memcube import Artifact
@@ -43,8 +43,10 @@ from memstrata.text import count_tokens
 KIND = "kv_cache"
 #: The artifact file's format name, first in its header.
 FORMAT = "memstrata-kv/1"
-#: Long-tier types a stable context shows (segments and turns are not stable).
+#: Long-tier types a stable context shows (segments and turns are not stable), profile first.
 STABLE_TYPES = ("profile", "fact", "preference", "knowledge")
+#: The most non-profile items a stable context reads (newest first).
+NEWEST = 1000
 
 
 @dataclass(frozen=True)
@@ -57,15 +59,18 @@ class Stable:
 
 def stable_context(store: Store, cube_id: str, budget_tokens: int) -> Stable:
     """The stable context of ``cube_id`` within ``budget_tokens`` (see the module docstring)."""
-    current = [
+    profile = sorted(
+        (i for i in store.list_items(cube_id, Filters(tiers=("long",), types=("profile",)))
+         if i.valid_to is None),
+        key=lambda i: (i.key or "", i.id),
+    )  # fmt: skip
+    # A line is at least a few tokens: the newest NEWEST items always fill the budget.
+    newest = Filters(tiers=("long",), types=STABLE_TYPES[1:])
+    rest = [
         i
-        for i in store.list_items(
-            cube_id, Filters(tiers=("long",), types=STABLE_TYPES), descending=True
-        )
+        for i in store.list_items(cube_id, newest, descending=True, limit=NEWEST)
         if i.valid_to is None
-    ]
-    profile = sorted((i for i in current if i.type == "profile"), key=lambda i: (i.key or "", i.id))
-    rest = [i for i in current if i.type != "profile"]  # newest first
+    ]  # newest first
     others = [i for i in rest if i.pinned] + [i for i in rest if not i.pinned]
     lines: list[str] = []
     used: list[MemoryItem] = []
@@ -96,13 +101,16 @@ class ActivationMemory:
         self.store = store
         self.scheduler = scheduler
         #: the local model, or None: nothing to prefill without one
-        self.llm = llm if isinstance(llm, LocalChat) else None
+        self.llm = llm if isinstance(llm, LocalChat) and _has_folder(store) else None
         self.budget_tokens = budget_tokens
+        #: the last state read from a file, by artifact id: a chat reads the same one again
+        self._last: tuple[str, Activation] | None = None
         scheduler.register("activation", self._task)
 
     @property
     def enabled(self) -> bool:
-        """Whether chats use (and tasks build) activation memory."""
+        """Whether chats use (and tasks build) activation memory: a local model, a budget, and
+        a store that keeps artifact files (a PostgreSQL store needs ``artifacts_dir``)."""
         return self.llm is not None and self.budget_tokens > 0
 
     def stable(self, cube_id: str) -> Stable:
@@ -119,10 +127,14 @@ class ActivationMemory:
         wanted = fingerprint(self.llm.fingerprint(), stable)
         for artifact in self.store.artifacts(cube_id, KIND):
             if artifact.fingerprint == wanted:
+                if self._last is not None and self._last[0] == artifact.artifact_id:
+                    return artifact, self._last[1]
                 try:
-                    return artifact, read_state(artifact)
+                    state = read_state(artifact)
                 except (OSError, StorageError):
                     break  # missing or damaged: rebuilt below, used by a later chat
+                self._last = (artifact.artifact_id, state)
+                return artifact, state
         self.queue(cube_id)
         return None
 
@@ -196,3 +208,13 @@ def read_state(artifact: Artifact) -> Activation:
     except (struct.error, ValueError, KeyError, TypeError) as exc:
         raise StorageError(f"artifact {artifact.artifact_id} is not a KV cache: {exc}") from exc
     return Activation(tokens, data[8 + length :])
+
+
+def _has_folder(store: Store) -> bool:
+    """Whether ``store`` keeps artifact files (not an in-memory SQLite, not PostgreSQL without
+    ``artifacts_dir``)."""
+    try:
+        store.artifact_dir("probe")
+    except MemCubeError:
+        return False
+    return True
