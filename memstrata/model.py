@@ -26,6 +26,8 @@ PERMISSIONS: tuple[str, ...] = get_args(Permission)
 TIERS: tuple[str, ...] = get_args(Tier)
 ITEM_TYPES: tuple[str, ...] = get_args(ItemType)
 STATUSES: tuple[str, ...] = get_args(Status)
+#: Types made from other items, which name them in ``sources`` (erased with them).
+DERIVED_TYPES: tuple[str, ...] = ("segment", "fact", "profile", "preference", "knowledge")
 #: Statuses a default search returns (DESIGN §4.1).
 SEARCHABLE_STATUSES: tuple[Status, ...] = ("generated", "activated")
 
@@ -208,6 +210,25 @@ class ProfileAttribute:
     key: str
     value: str
     #: the attribute as a sentence ("Ann lives in Porto")
+    text: str
+    since: datetime | None
+    evidence: list[str]
+    item_id: str
+
+
+@dataclass(frozen=True)
+class Preference:
+    """One current preference of a person, with the turns that show it."""
+
+    cube_id: str
+    subject: str
+    #: the thing liked or disliked ("hiking"), lower case: the long-tier item's key
+    key: str
+    #: 1 likes, -1 dislikes (0: the item's metadata no longer says)
+    polarity: int
+    #: stated ("I love…") rather than shown ("I always…")
+    explicit: bool
+    #: the preference as a sentence ("Ann likes hiking")
     text: str
     since: datetime | None
     evidence: list[str]

@@ -28,11 +28,8 @@ from typing import NamedTuple
 from memstrata.errors import AdminRequired, CubeNotFound, OwnDataOnly, ValidationError
 from memstrata.filters import Filters
 from memstrata.memory.access import Access
-from memstrata.model import STATUSES, permits
+from memstrata.model import DERIVED_TYPES, STATUSES, permits
 from memstrata.store.base import Store
-
-#: Types made from other items, which name them in ``sources``.
-DERIVED = ("segment", "fact", "profile", "preference", "knowledge")
 
 
 class Scope(NamedTuple):
@@ -127,7 +124,7 @@ def _by_subject(store: Store, subject: str, cube_ids: list[str]) -> dict[str, li
 def _with_derived(store: Store, cube_id: str, ids: list[str]) -> list[str]:
     """``ids`` and every item of the cube derived from them, transitively."""
     gone = dict.fromkeys(ids)
-    derived = store.list_items(cube_id, Filters(types=DERIVED, statuses=STATUSES))
+    derived = store.list_items(cube_id, Filters(types=DERIVED_TYPES, statuses=STATUSES))
     grew = True
     while grew:
         grew = False

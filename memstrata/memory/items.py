@@ -25,7 +25,7 @@ from memstrata.limits import (
 from memstrata.memory.access import check_id, check_int, check_reason
 from memstrata.memory.components import Components
 from memstrata.memory.embedding import embed_items
-from memstrata.model import MemoryItem, Source, Version, new_id, utcnow
+from memstrata.model import DERIVED_TYPES, STATUSES, MemoryItem, Source, Version, new_id, utcnow
 from memstrata.reader import documents
 from memstrata.reader.messages import parse_content, parse_messages, parse_metadata
 from memstrata.text import embedding_text
@@ -188,6 +188,18 @@ class Items:
         if not then:
             raise ItemNotFound(item_id, cube_id)
         return then[-1].item
+
+    def cited_by(
+        self, item_id: str, *, user_id: str, cube_id: str | None = None
+    ) -> list[MemoryItem]:
+        """The items of the item's cube that cite it in their ``sources`` (facts, profile
+        entries, segments made from it), oldest event first, whatever their status (needs
+        ``read``).  Reads the cube's derived items: meant for one item at a time."""
+        item = self._access.item(item_id, user_id, "read", cube_id)
+        derived = self._store.list_items(
+            item.cube_id, Filters(types=DERIVED_TYPES, statuses=STATUSES)
+        )
+        return [d for d in derived if any(s.item_id == item.id for s in d.sources)]
 
     def update(
         self,

@@ -159,3 +159,34 @@ def test_numbers_in_forms_and_queries_are_bounded(cube: Cube) -> None:
         path = f"/ui/cubes/{cube_id}/items/{ids[0]}/rollback"
         done = owner.http.post(path, data={"version": bad, "csrf_token": owner.csrf()})
         assert done.status_code == 422, bad[:5]
+
+
+# -- an item's citing items, and the browser's time filter ---------------------------------------
+
+
+def test_an_item_page_lists_the_items_citing_it(inspector: Inspector, sign_in: SignIn) -> None:
+    owner = sign_in("cited")
+    cube_id = tiered(inspector, owner.user_id)
+    memory = inspector.memory
+    facts = memory.list_memories(cube_id, user_id=owner.user_id, filters={"tier": "long"})
+    fact = next(f for f in facts if f.sources and f.sources[0].item_id)
+    turn_id = fact.sources[0].item_id
+    assert turn_id is not None
+    citing = memory.cited_by(turn_id, user_id=owner.user_id)
+    assert fact.id in {c.id for c in citing}
+    page = owner.http.get(f"/ui/cubes/{cube_id}/items/{turn_id}").text
+    for item in citing:  # each linked from the turn's page
+        assert f'href="/ui/cubes/{cube_id}/items/{item.id}"' in page
+    stranger = sign_in("uncited")
+    shows_nothing(stranger, [f"/ui/cubes/{cube_id}/items/{turn_id}"])
+
+
+def test_the_browser_filters_by_event_time(cube: Cube) -> None:
+    owner, cube_id, ids = cube
+    today = datetime.now(timezone.utc).date().isoformat()
+    listed = owner.http.get(f"/ui/cubes/{cube_id}?since={today}&until={today}").text
+    assert all(i in listed for i in ids)  # today's memories, the whole day included
+    later = owner.http.get(f"/ui/cubes/{cube_id}?since=2999-01-01").text
+    assert not any(i in later for i in ids)
+    refused = owner.http.get(f"/ui/cubes/{cube_id}?since=2025-02-01&until=2025-01-01")
+    assert refused.status_code == 422 and "since is after until" in refused.text

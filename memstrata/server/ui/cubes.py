@@ -72,14 +72,18 @@ def browse(
     type: Param = "",
     status: Param = "",
     session: Param = "",
+    since: Param = "",
+    until: Param = "",
     q: Param = "",
     page: Param = "1",
     done: Param = "",
 ) -> Response:
-    """A page of the cube's memories, or the hits for ``q``, narrowed by the filters; ``done``
-    is the notice of an action just made."""
+    """A page of the cube's memories, or the hits for ``q``, narrowed by the filters (``since``
+    and ``until``: event times, a date or an ISO time, as the core parses them); ``done`` is the
+    notice of an action just made."""
     cube = visit.memory.get_cube(cube_id, user_id=visit.user.user_id)
-    chosen = {"tier": tier, "type": type, "status": status, "session": session}
+    chosen = {"tier": tier, "type": type, "status": status, "session": session,
+              "since": since, "until": until}  # fmt: skip
     filters = _filters(chosen)
     body = [tag("p", done, class_="notice") if done else Markup("")]
     body += [_header(cube), _filter_form(cube_id, chosen, q)]
@@ -103,6 +107,11 @@ def _filters(chosen: dict[str, str]) -> dict[str, Any]:
         filters["status"] = list(STATUSES) if chosen["status"] == ANY else chosen["status"]
     if chosen["session"]:
         filters["session_id"] = chosen["session"]
+    if chosen["since"]:
+        filters["since"] = chosen["since"]
+    if chosen["until"]:  # a day alone (the date picker's) includes that whole day
+        until = chosen["until"]
+        filters["until"] = f"{until}T23:59:59.999999Z" if len(until) == 10 else until
     return filters
 
 
@@ -119,6 +128,8 @@ def _filter_form(cube_id: str, chosen: dict[str, str], q: str) -> Markup:
         parts.select("type", ITEM_TYPES, chosen["type"], "every type"),
         parts.select("status", (*STATUSES, ANY), chosen["status"], "searchable"),
         tag("label", "session", tag("input", name="session", value=chosen["session"], size=12)),
+        tag("label", "since", tag("input", type="date", name="since", value=chosen["since"])),
+        tag("label", "until", tag("input", type="date", name="until", value=chosen["until"])),
         tag("button", "Show", type="submit"),
         method="get",
         action=parts.cube_url(cube_id),

@@ -44,6 +44,8 @@ def show(cube_id: str, item_id: str, visit: Visitor, done: str = "") -> Response
         _meta(item),
         tag("h2", "Sources"),
         _sources(item),
+        tag("h2", "Cited by"),
+        _cited_by(visit, item),
         tag("h2", "Versions"),
         _versions(visit, item, versions),
         _compare(item, versions),
@@ -71,6 +73,16 @@ def _meta(item: MemoryItem) -> Markup:
 
 def _sources(item: MemoryItem) -> Markup:
     return table(["source", "role", "span"], [_source_row(item, s) for s in item.sources])
+
+
+def _cited_by(visit: Visit, item: MemoryItem) -> Markup:
+    """The derived items citing ``item`` (``MemoryOS.cited_by``), linked."""
+    found = visit.memory.cited_by(item.id, user_id=visit.user.user_id, cube_id=item.cube_id)
+    rows = [
+        [tag("a", d.id, href=parts.item_url(d.cube_id, d.id)), d.type, d.status, d.text]
+        for d in found
+    ]
+    return table(["item", "type", "status", "text"], rows)
 
 
 def _source_row(item: MemoryItem, source: Source) -> list[Markup | str | None]:
