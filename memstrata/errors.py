@@ -5,10 +5,11 @@
     MemstrataError                     base; ``status`` is the HTTP status a surface should use
     ├── ValidationError        (422)   bad input: empty content, a malformed filter, a bad id
     ├── Unauthenticated        (401)   a missing, unknown or revoked API key
-    ├── NotFoundError          (404)   UserNotFound, CubeNotFound, ItemNotFound
+    ├── NotFoundError          (404)   UserNotFound, CubeNotFound, ItemNotFound, TaskNotFound
     ├── PermissionDenied       (403)   the caller lacks the read/write/admin grant it needs;
     │                                  AdminRequired, OwnDataOnly
-    ├── ConflictError          (409)   AlreadyExists; an external id reused with other content
+    ├── ConflictError          (409)   AlreadyExists; an external id reused with other content;
+    │                                  TaskNotFailed
     ├── ConfigurationError     (400)   EmbedderMismatch, an unknown embedder, a bad settings value
     ├── MemCubeError           (400)   a MemCube export target that exists; a corrupt or unsafe MemCube
     ├── StorageError           (500)   NotOurDatabase, SchemaTooNew, a database that cannot be opened
@@ -79,6 +80,16 @@ class ItemNotFound(NotFoundError):
         super().__init__(f"no memory item {item_id!r}{where} that you can read")
 
 
+class TaskNotFound(NotFoundError):
+    """No background task with that id, or none the caller may see (its cube is not theirs)."""
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        super().__init__(
+            f"no background task {task_id!r} that you can see", hint="list your tasks first"
+        )
+
+
 class PermissionDenied(MemstrataError):
     """The caller lacks the grant an operation needs."""
 
@@ -130,6 +141,17 @@ class AlreadyExists(ConflictError):
         self.kind = kind
         self.ident = ident
         super().__init__(f"{kind} {ident!r} already exists", hint=f"choose another {kind} id")
+
+
+class TaskNotFailed(ConflictError):
+    """A retry was asked of a background task that has not failed (pending, running or done)."""
+
+    def __init__(self, task_id: str, status: str) -> None:
+        self.task_id = task_id
+        self.task_status = status
+        super().__init__(
+            f"task {task_id!r} is {status}, not failed", hint="only a failed task can be retried"
+        )
 
 
 class ConfigurationError(MemstrataError):

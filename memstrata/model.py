@@ -222,7 +222,7 @@ class Preference:
 
     cube_id: str
     subject: str
-    #: the thing liked or disliked ("hiking"), lower case: the long-tier item's key
+    #: the thing liked or disliked ("hiking"): the long-tier item's key
     key: str
     #: 1 likes, -1 dislikes (0: the item's metadata no longer says)
     polarity: int

@@ -7,9 +7,9 @@ default, JSON with ``--json`` (``memstrata.wire``'s shapes).  Failures never pri
 line and status 2.
 
 The root group and what commands share are in ``app``; the commands in ``users``, ``cubes``,
-``memories``, ``memcube``, ``evals``, ``demo``, ``serve``, ``worker``, ``migrate`` and ``mcp``;
-text rendering in ``render``; the progress bar of long commands in ``progress``.  ``cli`` is the
-group, ``main`` the console script.
+``memories``, ``tasks``, ``memcube``, ``evals``, ``demo``, ``serve``, ``worker``, ``migrate`` and
+``mcp``; text rendering in ``render``; the progress bar of long commands in ``progress``.  ``cli``
+is the group, ``main`` the console script.
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ from memstrata.cli.mcp import mcp
 from memstrata.cli.memcube import export_command, import_command
 from memstrata.cli.migrate import migrate_command
 from memstrata.cli.serve import serve
+from memstrata.cli.tasks import tasks
 from memstrata.cli.users import users
 from memstrata.cli.worker import worker
 
 __all__ = ["cli", "main"]
 
-for _command in (users, cubes, *memories.COMMANDS, demo, eval_group, bench_group, mcp, export_command,
-                 import_command, migrate_command, serve, worker):  # fmt: skip
+for _command in (users, cubes, *memories.COMMANDS, tasks, demo, eval_group, bench_group, mcp,
+                 export_command, import_command, migrate_command, serve, worker):  # fmt: skip
     cli.add_command(_command)
 
 

@@ -86,3 +86,17 @@ def cubes_activation(memory: MemoryOS, cube_id: str, user_id: str) -> None:
                     "stable in the cube yet"])  # fmt: skip
         return
     emit(artifact_to_wire(made), render.table([render.artifact_row(made)]))
+
+
+@cubes.command("adapter")
+@click.argument("cube_id")
+@user_option
+@with_memory
+def cubes_adapter(memory: MemoryOS, cube_id: str, user_id: str) -> None:
+    """Train CUBE_ID's LoRA adapter on its long-tier facts now (needs write and the adapt
+    extra; docs/chat.md, "Parametric memory")."""
+    made = memory.train_adapter(cube_id, user_id=user_id)
+    if made is None:
+        emit(None, ["no adapter: the cube has no long-tier facts to learn yet"])
+        return
+    emit(artifact_to_wire(made), render.table([render.artifact_row(made)]))

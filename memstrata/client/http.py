@@ -7,8 +7,9 @@ concern (``memory.delegate.Delegate``), all parts sharing one ``Transport``:
 ``client.principals``  users, API keys, cubes, grants
 ``client.items``       add, add_document, list, get, update, delete, history, transition,
                        rollback, erase, audit
-``client.reading``     search, context, chat, chat_stream, get_profile
-``client.service``     tasks, wait, configure, metrics, health, MemCube export and import
+``client.reading``     search, context, chat, chat_stream, get_profile, get_preferences
+``client.service``     tasks, retry_task, wait, configure, metrics, health, MemCube export and
+                       import
 =====================  ========================================================================
 """
 
@@ -94,9 +95,11 @@ class Client:
     chat = Delegate("_reading", Reading.chat)
     chat_stream = Delegate("_reading", Reading.chat_stream)
     get_profile = Delegate("_reading", Reading.get_profile)
+    get_preferences = Delegate("_reading", Reading.get_preferences)
 
     # -- running the service (client.service) ----------------------------------------------------
     tasks = Delegate("_service", Service.tasks)
+    retry_task = Delegate("_service", Service.retry_task)
     wait = Delegate("_service", Service.wait)
     configure = Delegate("_service", Service.configure)
     metrics = Delegate("_service", Service.metrics)

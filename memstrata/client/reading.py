@@ -1,4 +1,5 @@
-"""``Client``'s read calls: ``/search``, ``/context``, ``/chat``, ``/chat/stream``, the profile."""
+"""``Client``'s read calls: ``/search``, ``/context``, ``/chat``, ``/chat/stream``, the profile,
+the preferences."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ import httpx
 
 from memstrata.client.errors import ServerUnreachable, error_for, unreachable
 from memstrata.client.transport import Transport, When, load_as, read, sse_events, time_param
-from memstrata.model import Hit, ProfileAttribute
+from memstrata.model import Hit, Preference, ProfileAttribute
 from memstrata.retrieval.pack import Context
 from memstrata.retrieval.prompt import ChatReply
 from memstrata.wire import chat_reply_from_wire, context_from_wire, hit_from_wire
 
 
 class Reading:
-    """Search, context, chat and profile over one ``Transport``."""
+    """Search, context, chat, profile and preferences over one ``Transport``."""
 
     def __init__(self, transport: Transport) -> None:
         self._http = transport
@@ -103,6 +104,13 @@ class Reading:
         params = {} if cube_id is None else {"cube_id": cube_id}
         found = self._http.json("GET", "/users/me/profile", params=params)
         return [load_as(ProfileAttribute, a) for a in found]
+
+    def get_preferences(self, *, cube_id: str | None = None) -> list[Preference]:
+        """The caller's current preferences in ``cube_id`` (or every readable cube), each with
+        its evidence (``MemoryOS.get_preferences``)."""
+        params = {} if cube_id is None else {"cube_id": cube_id}
+        found = self._http.json("GET", "/users/me/preferences", params=params)
+        return [load_as(Preference, p) for p in found]
 
 
 def _chat_body(

@@ -1,5 +1,5 @@
-"""``Client``'s calls on the service: tasks, wait, configure, metrics, health, MemCube files,
-artifacts."""
+"""``Client``'s calls on the service: tasks (and their retry), wait, configure, metrics, health,
+MemCube files, artifacts."""
 
 from __future__ import annotations
 
@@ -36,6 +36,15 @@ class Service:
         given = {"cube_id": cube_id, "status": status, "limit": limit}
         params = {name: value for name, value in given.items() if value is not None}
         return [load_as(Task, t) for t in self._http.json("GET", "/tasks", params=params)]
+
+    def retry_task(self, task_id: str) -> Task:
+        """Give a failed task one more attempt (``MemoryOS.retry_task``); the task as it stands.
+
+        ``NotFoundError`` for a task the caller cannot see, ``PermissionDenied`` without
+        ``write`` on its cube, ``ConflictError`` when it has not failed.
+        """
+        path = f"/tasks/{path_segment(task_id)}/retry"
+        return load_as(Task, self._http.json("POST", path))
 
     def wait(self, cube_id: str | None = None, timeout: float | None = None) -> bool:
         """Block until ``cube_id`` (default: every cube the caller may read) has no outstanding

@@ -4,7 +4,8 @@ LoCoMo's published numbers score a model's short answer with token F1 (SQuAD's: 
 punctuation and the articles a/an/the removed, bag of tokens) and BLEU-1 (clipped unigram
 precision times the brevity penalty, on the same tokens).  ``answer`` asks a model the question
 with the context as its only memory; the model is the ``LLM`` Protocol (``memstrata.llm``), so
-any OpenAI-compatible endpoint or the local model serves.
+any OpenAI-compatible endpoint or the local model serves.  ``choose`` asks it to pick one of
+lettered options instead (PrefEval's multiple-choice variant).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import math
 import re
 import string
 from collections import Counter
+from collections.abc import Sequence
 
 from memstrata.llm.base import LLM, ChatMessage
 
@@ -20,6 +22,13 @@ PROMPT = """Below are memories of a conversation, one per line, each with its da
 speaker. Answer the question from them in a short phrase (a few words, no full sentence); \
 when the question asks when, give the date. If the memories do not hold the answer, give \
 your best guess from them.
+
+# Memories
+{context}"""
+
+CHOICE_PROMPT = """Below are memories of your conversations with the user, one per line, \
+each with its date and speaker. The user asks a question; pick the option that suits them \
+best, given what the memories say about them. Answer with the option's letter only.
 
 # Memories
 {context}"""
@@ -94,3 +103,23 @@ def answer(llm: LLM, question: str, context: str, max_tokens: int = 64) -> str:
     """
     text = llm.complete(messages(question, context), max_tokens=max_tokens).text
     return text.strip().splitlines()[0].strip() if text.strip() else ""
+
+
+def choose(llm: LLM, question: str, options: Sequence[str], context: str) -> int | None:
+    """The index in ``options`` (shown lettered A, B, …) of the one the model picks for
+    ``question`` from ``context``; None when its answer names no option's letter.  More than 26
+    options is a ``ValueError``.
+
+    Raises ``LLMError`` when the model cannot be reached.
+    """
+    letters = string.ascii_uppercase[: len(options)]
+    listed = "\n".join(
+        f"{letter}. {option}" for letter, option in zip(letters, options, strict=True)
+    )
+    chat: list[ChatMessage] = [
+        {"role": "system", "content": CHOICE_PROMPT.format(context=context.strip() or "(none)")},
+        {"role": "user", "content": f"{question}\n\n{listed}"},
+    ]
+    said = llm.complete(chat, max_tokens=8).text
+    picked = re.search(rf"\b([{letters}])\b", said) if letters else None
+    return None if picked is None else letters.index(picked.group(1))

@@ -38,10 +38,10 @@ from typing import Any
 
 from memstrata.errors import LLMError
 from memstrata.eval import answers
+from memstrata.eval.scoring import Tally, covered
 from memstrata.llm.base import LLM
 from memstrata.memory.system import MemoryOS
 from memstrata.model import MemoryItem
-from memstrata.retrieval.pack import Context
 
 log = logging.getLogger(__name__)
 
@@ -88,33 +88,6 @@ def _message(turn: dict[str, Any], when: datetime) -> dict[str, Any]:
 def evidence(qa: dict[str, Any]) -> set[str]:
     """The evidence dia_ids of a question (the data has a few malformed entries)."""
     return {e for raw in qa.get("evidence", []) for e in re.findall(r"D\d+:\d+", raw)}
-
-
-@dataclass
-class Tally:
-    """Per-group counts of questions and of each metric's successes."""
-
-    marks: dict[str, dict[str, list[float]]] = field(default_factory=dict)
-
-    def add(self, group: str, metric: str, value: float) -> None:
-        self.marks.setdefault(group, {}).setdefault(metric, []).append(value)
-
-    def summary(self) -> dict[str, dict[str, float]]:
-        return {
-            group: {m: round(statistics.fmean(v), 3) for m, v in metrics.items()}
-            | {"questions": len(metrics.get("recall@1", []))}
-            for group, metrics in self.marks.items()
-        }
-
-
-def _context_ids(
-    ctx: Context, external: dict[str, str], credit: Callable[[MemoryItem], bool]
-) -> set[str]:
-    """The dia_ids of the turns in ``ctx``, and of the sources of the derived items ``credit``
-    accepts."""
-    ids = {i.external_id for i in ctx.items if i.external_id}
-    ids |= {external.get(s.item_id or "", "") for i in ctx.items if credit(i) for s in i.sources}
-    return ids
 
 
 def _no_item(item: MemoryItem) -> bool:
@@ -200,7 +173,7 @@ class _Run:
 
     llm: LLM | None
     settings: dict[str, Any] | None
-    tally: Tally = field(default_factory=Tally)
+    tally: Tally = field(default_factory=lambda: Tally("recall@1"))
     latencies: list[float] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     turns: int = 0
@@ -226,9 +199,9 @@ class _Run:
         ranked = [h.item.external_id for h in hits]
         marks = {f"recall@{k}": float(gold <= set(ranked[:k])) for k in KS}
         for b, ctx in packed.items():
-            marks[f"recall@{b}tok"] = float(gold <= _context_ids(ctx, external, _no_item))
-            marks[f"recall_src@{b}tok"] = float(gold <= _context_ids(ctx, external, _any_item))
-            marks[f"recall_fact@{b}tok"] = float(gold <= _context_ids(ctx, external, _fact))
+            marks[f"recall@{b}tok"] = float(gold <= covered(ctx, external, _no_item))
+            marks[f"recall_src@{b}tok"] = float(gold <= covered(ctx, external, _any_item))
+            marks[f"recall_fact@{b}tok"] = float(gold <= covered(ctx, external, _fact))
         answer = str(qa.get("answer", ""))
         found = answers.token_recall(answer, packed[1000].text)
         if found is not None:

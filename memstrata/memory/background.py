@@ -1,5 +1,5 @@
-"""The background work a caller can see and steer (DESIGN §8): wait, task lists, consolidate now,
-a cube's artifacts and its KV cache built now.
+"""The background work a caller can see and steer (DESIGN §8): wait, task lists, retry a failed
+task, consolidate now, a cube's artifacts and its KV cache built now.
 
 ``MemoryOS`` delegates here.  The tasks themselves (consolidation, promotion, visit counts) are
 ``memstrata.tiers.tasks``; the queue and its workers are ``memstrata.scheduler``.
@@ -8,11 +8,14 @@ a cube's artifacts and its KV cache built now.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
-from memstrata.limits import MAX_TOP_K
+from memstrata.errors import TaskNotFound
+from memstrata.limits import MAX_ID_CHARS, MAX_TOP_K, check_text
 from memstrata.memcube import Artifact
 from memstrata.memory.access import check_int
 from memstrata.memory.components import Components
+from memstrata.model import User, permits
 from memstrata.scheduler import Task, TaskStatus
 
 
@@ -63,6 +66,38 @@ class Background:
         found = self._parts.scheduler.queue.tasks(cube_id=cube_id, status=status, limit=limit)
         return [t for t in found if t.cube_id in readable]
 
+    def retry_task(self, task_id: str, *, user_id: str) -> Task:
+        """Give a ``failed`` task one more attempt, due now, and wake a worker (with
+        ``workers=0`` it runs here, before returning).  Returns the task as it then stands.
+
+        Needs ``write`` on the task's cube; a task of no cube needs an administrator.
+        ``attempts`` and the last ``error`` are kept (``TaskQueue.retry``).  ``TaskNotFound`` for
+        an unknown id and for a task the user may not see (of a cube they cannot read; of no
+        cube, to a non-administrator), so existence does not leak; ``PermissionDenied`` for a
+        cube they may only read; ``TaskNotFailed`` (409) for a task that is not ``failed``.
+        """
+        user = self._access.user(user_id)
+        check_text(task_id, "task_id", MAX_ID_CHARS, line=True)
+        task = self._parts.scheduler.queue.get(task_id)
+        if task is None or not self._may(user, task, "read"):
+            raise TaskNotFound(task_id)
+        if task.cube_id is not None:
+            self._access.cube(user_id, task.cube_id, "write")
+        return self._parts.scheduler.retry(task_id)
+
+    def may_retry(self, task: Task, *, user_id: str) -> bool:
+        """Whether ``retry_task`` would take ``task`` (as listed by ``tasks``) from ``user_id``
+        now: it is ``failed`` and the user may write its cube (is an administrator, for a task
+        of no cube).  For surfaces that offer a retry only where it can succeed."""
+        return task.status == "failed" and self._may(self._access.user(user_id), task, "write")
+
+    def _may(self, user: User, task: Task, needed: str) -> bool:
+        """Whether ``user`` holds ``needed`` on ``task``'s cube (is an administrator, for a task
+        of no cube)."""
+        if task.cube_id is None:
+            return user.role == "admin"
+        return permits(self._parts.store.permission(task.cube_id, user.user_id), needed)
+
     def consolidate(self, cube_id: str, *, user_id: str, promote_all: bool = False) -> int:
         """Consolidate a cube now, in this thread, instead of waiting for the background task.
 
@@ -87,3 +122,22 @@ class Background:
         Chats build it in the background anyway; this is for warming up.  Needs ``write``."""
         self._access.cube(user_id, cube_id, "write")
         return self._parts.activation.build(cube_id)
+
+    def train_adapter(self, cube_id: str, *, user_id: str) -> Artifact | None:
+        """Train the cube's LoRA adapter on its current long-tier facts and profile now, in this
+        thread (``memory.parametric``; minutes on a CPU), and keep it as a ``lora`` artifact;
+        returns it (the stored one when nothing changed since), or None when the cube has
+        nothing to learn.  The ``train_adapter`` task does the same in the background.
+        ``ConfigurationError`` without the ``adapt`` extra.  Needs ``write``."""
+        self._access.cube(user_id, cube_id, "write")
+        return self._parts.parametric.train(cube_id)
+
+    def generate_with_adapter(
+        self, cube_id: str, questions: Sequence[str], *, user_id: str, max_tokens: int = 32
+    ) -> list[str]:
+        """Greedy answers to ``questions`` by the base model with no context, through the
+        cube's newest adapter (the base model alone when it has none), in order.  For
+        measuring what the adapter learnt (``memstrata eval adapter``).  Needs ``read``."""
+        self._access.cube(user_id, cube_id, "read")
+        check_int(max_tokens, "max_tokens", 1, 512)
+        return self._parts.parametric.answer(cube_id, list(questions), max_tokens)

@@ -20,6 +20,7 @@ from memstrata.llm import LLM
 from memstrata.memory.access import Access
 from memstrata.memory.activation import ActivationMemory
 from memstrata.memory.indexing import IndexTasks
+from memstrata.memory.parametric import ParametricMemory
 from memstrata.scheduler import Scheduler
 from memstrata.store.base import Store
 from memstrata.tiers.tasks import TierTasks
@@ -44,8 +45,16 @@ class Components:
     index: IndexTasks
     #: the cubes' KV caches for the local chat model
     activation: ActivationMemory
+    #: the cubes' LoRA adapters
+    parametric: ParametricMemory
     #: the runtime settings last read from the database (JSON text), to see a change
     _runtime: str | None = field(default=None, repr=False)
+
+    def forget(self, cube_ids: list[str]) -> None:
+        """Delete what was computed from these cubes' items (KV caches, adapters): called after
+        an erasure in them."""
+        self.activation.forget(cube_ids)
+        self.parametric.forget(cube_ids)
 
     def share_settings(self, changes: dict[str, float]) -> Settings:
         """Apply runtime ``changes`` here and record them for every process on the database."""

@@ -104,7 +104,7 @@ class Governance:
         scope = erase.Scope(item_id, session_id, cube_id, subject_user_id)
         return erase.erase(
             self._store, self._access, user_id, scope, reason=reason,
-            own_data_only=own_data_only, forget=self._parts.activation.forget,
+            own_data_only=own_data_only, forget=self._parts.forget,
         )  # fmt: skip
 
     def transition(

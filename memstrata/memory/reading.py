@@ -1,4 +1,5 @@
-"""Reading memory: search (live and as of a past time), packed context, profile, recall.
+"""Reading memory: search (live and as of a past time), packed context, profile, preferences,
+recall.
 
 ``MemoryOS`` delegates here.  Every call is scoped to the cubes the acting user may read
 (``Access.readable``); the ranking itself is ``memstrata.retrieval``'s, the same for the live
@@ -17,7 +18,7 @@ from memstrata.limits import MAX_BUDGET, MAX_ID_CHARS, MAX_TOP_K, check_text
 from memstrata.memory import shaping
 from memstrata.memory.access import check_int, check_query
 from memstrata.memory.components import Components
-from memstrata.model import Cube, Hit, MemoryItem, ProfileAttribute
+from memstrata.model import Cube, Hit, ItemType, MemoryItem, Preference, ProfileAttribute
 from memstrata.retrieval.history import search_as_of
 from memstrata.retrieval.pack import Context, pack
 from memstrata.retrieval.question import subjects
@@ -154,19 +155,37 @@ class Reading:
         """
         return self._profile(self._access.readable(user_id, None if cube_id is None else [cube_id]))
 
+    def get_preferences(self, *, user_id: str, cube_id: str | None = None) -> list[Preference]:
+        """The current preferences in ``cube_id`` (or every readable cube), with evidence.
+
+        Preferences come from the long tier (``preference`` items, explicit and implicit); one
+        contradicted by its opposite (``valid_to`` set) is not current and is left out, though it
+        stays in the cube.  Sorted by subject, then key.  ``PermissionDenied`` for a cube the
+        user may not read, ``CubeNotFound`` for an unknown one.
+        """
+        cubes = self._access.readable(user_id, None if cube_id is None else [cube_id])
+        return sorted(
+            (_preference(item) for item in self._current(cubes, "preference")),
+            key=lambda p: (p.subject, p.key, p.since or p.item_id),
+        )
+
     def profile_summary(self, *, user_id: str, cube_id: str | None = None) -> str:
         """``user_id``'s own current attributes, one ``key: value`` line each ("" if none)."""
         return shaping.profile_summary(user_id, self.get_profile(user_id=user_id, cube_id=cube_id))
 
     def _profile(self, cubes: list[Cube]) -> list[ProfileAttribute]:
-        profile = Filters(tiers=("long",), types=("profile",))
-        found = [
-            _attribute(item)
+        found = [_attribute(item) for item in self._current(cubes, "profile")]
+        return sorted(found, key=lambda a: (a.subject, a.key, a.since or a.item_id))
+
+    def _current(self, cubes: list[Cube], kind: ItemType) -> list[MemoryItem]:
+        """The long-tier items of type ``kind`` in ``cubes`` that still hold (no ``valid_to``)."""
+        wanted = Filters(tiers=("long",), types=(kind,))
+        return [
+            item
             for cube in cubes
-            for item in self._store.list_items(cube.cube_id, profile)
+            for item in self._store.list_items(cube.cube_id, wanted)
             if item.valid_to is None
         ]
-        return sorted(found, key=lambda a: (a.subject, a.key, a.since or a.item_id))
 
 
 def _attribute(item: MemoryItem) -> ProfileAttribute:
@@ -180,3 +199,22 @@ def _attribute(item: MemoryItem) -> ProfileAttribute:
         evidence=[s.item_id for s in item.sources if s.item_id],
         item_id=item.id,
     )
+
+
+def _preference(item: MemoryItem) -> Preference:
+    return Preference(
+        cube_id=item.cube_id,
+        subject=str(item.metadata.get("subject", "")),
+        key=item.key or "",
+        polarity=_polarity(item.metadata.get("polarity")),
+        explicit=item.metadata.get("explicit") is not False,
+        text=item.text,
+        since=item.valid_from,
+        evidence=[s.item_id for s in item.sources if s.item_id],
+        item_id=item.id,
+    )
+
+
+def _polarity(value: object) -> int:
+    """1 or -1 as the reader stored it; 0 for anything else (metadata is the caller's to edit)."""
+    return value if type(value) is int and value in (1, -1) else 0

@@ -11,10 +11,10 @@ part that owns its concern (see ``memory.delegate``):
 =====================  ==========================================================================
 ``memory.principals``  users, API keys, cubes, grants, statistics, runtime settings
 ``memory.items``       add, add_document, list, get, update, delete, history, re-embed
-``memory.reading``     search (live and as of a time), context, profile, MemoryOS-style recall
+``memory.reading``     search (live and as of a time), context, profile, preferences, recall
 ``memory.chat``        chat and chat_stream
 ``memory.governance``  transitions, rollback, audit, erasure, MemCube export and import
-``memory.background``  wait, tasks, retry a failed task, consolidate, artifacts, KV cache
+``memory.background``  wait, tasks, retry a failed task, consolidate, artifacts, KV cache, LoRA
 =====================  ==========================================================================
 """
 
@@ -37,6 +37,7 @@ from memstrata.memory.delegate import Delegate
 from memstrata.memory.governance import Governance
 from memstrata.memory.indexing import IndexTasks
 from memstrata.memory.items import Items
+from memstrata.memory.parametric import ParametricMemory
 from memstrata.memory.principals import Principals
 from memstrata.memory.reading import Reading
 from memstrata.scheduler import Scheduler, TaskQueue
@@ -82,9 +83,11 @@ class MemoryOS(Closing):
         access = Access(store, embedder)
         index = IndexTasks(store, self.scheduler)
         activation = ActivationMemory(store, self.scheduler, llm, settings.activation_tokens)
+        parametric = ParametricMemory(store, self.scheduler, settings.llm_model_path)
         parts = Components(
-            store, embedder, settings, llm, self.scheduler, self.tiers, access, index, activation
-        )
+            store, embedder, settings, llm, self.scheduler, self.tiers, access, index, activation,
+            parametric,
+        )  # fmt: skip
         self._parts = parts
         self._principals = Principals(parts)
         self._items = Items(parts)
@@ -163,6 +166,7 @@ class MemoryOS(Closing):
             self.store.close()
             if self.llm is not None:
                 self.llm.close()
+            self._parts.parametric.close()
             if self._owns_embedder and isinstance(self.embedder, Closeable):
                 self.embedder.close()
 
@@ -198,6 +202,7 @@ class MemoryOS(Closing):
     update = Delegate("_items", Items.update)
     delete = Delegate("_items", Items.delete)
     history = Delegate("_items", Items.history)
+    cited_by = Delegate("_items", Items.cited_by)
     reembed = Delegate("_items", Items.reembed)
 
     # -- reading (memory.reading) and chat (memory.chat) -------------------------------------
@@ -205,6 +210,7 @@ class MemoryOS(Closing):
     context = Delegate("_reading", Reading.context)
     recall = Delegate("_reading", Reading.recall)
     get_profile = Delegate("_reading", Reading.get_profile)
+    get_preferences = Delegate("_reading", Reading.get_preferences)
     profile_summary = Delegate("_reading", Reading.profile_summary)
     chat = Delegate("_chat", Chat.chat)
     chat_stream = Delegate("_chat", Chat.chat_stream)
@@ -225,3 +231,5 @@ class MemoryOS(Closing):
     consolidate = Delegate("_background", Background.consolidate)
     artifacts = Delegate("_background", Background.artifacts)
     build_activation = Delegate("_background", Background.build_activation)
+    train_adapter = Delegate("_background", Background.train_adapter)
+    generate_with_adapter = Delegate("_background", Background.generate_with_adapter)

@@ -45,12 +45,13 @@ class Scheduler(Closing):
     """Runs tasks of ``queue`` with the handlers registered per kind.
 
     ``workers`` threads claim tasks once ``start()`` is called; ``workers=0`` is inline mode:
-    ``submit`` and ``wait`` run due tasks in the caller's thread (for scripts and tests), unless
-    ``queue_only``: then this scheduler runs nothing and only queues, leaving the tasks to other
-    processes' schedulers (``memstrata worker``; a server with ``--workers 0``).  A lease
-    lasts ``lease_s`` seconds and is renewed every third of it while a handler runs.  A failed
-    attempt ``n`` is retried after ``backoff_s · 2^(n-1)`` seconds, at most ``max_backoff_s``.
-    Idle workers look for due tasks every ``poll_s`` seconds (``submit`` wakes them at once).
+    ``submit``, ``retry`` and ``wait`` run due tasks in the caller's thread (for scripts and
+    tests), unless ``queue_only``: then this scheduler runs nothing and only queues, leaving the
+    tasks to other processes' schedulers (``memstrata worker``; a server with ``--workers 0``).
+    A lease lasts ``lease_s`` seconds and is renewed every third of it while a handler runs.  A
+    failed attempt ``n`` is retried after ``backoff_s · 2^(n-1)`` seconds, at most
+    ``max_backoff_s``.  Idle workers look for due tasks every ``poll_s`` seconds (``submit`` and
+    ``retry`` wake them at once).
 
     Thread-safe.  Worker threads are daemons, so a forgotten ``close()`` does not hang the
     interpreter's exit (their tasks are simply re-claimed later); ``close()`` is the clean stop.
@@ -135,12 +136,19 @@ class Scheduler(Closing):
             max_attempts=max_attempts, delay_s=delay_s,
         )  # fmt: skip
         self._expect(delay_s)
-        if self.inline:
-            self._drain()
-        else:
-            with self._work_ready:
-                self._work_ready.notify()
+        self._wake()
         return task_id
+
+    def retry(self, task_id: str) -> Task:
+        """``TaskQueue.retry`` (a failed task gets one more attempt, due now), then wake a worker
+        as ``submit`` does; in inline mode the due tasks, this one included, are run first.
+
+        Returns the task as it stands then (``done`` or ``failed`` again in inline mode).
+        Raises what ``TaskQueue.retry`` raises: ``TaskNotFound``, ``TaskNotFailed``.
+        """
+        retried = self.queue.retry(task_id)
+        self._wake()
+        return self.queue.get(task_id) or retried
 
     def wait(self, cube_id: str | None = None, timeout: float | None = None) -> bool:
         """Block until no task (of ``cube_id``, when given) is pending or running.
@@ -193,6 +201,14 @@ class Scheduler(Closing):
         return min(self.max_backoff_s, self.backoff_s * 2.0 ** min(attempts - 1, 60))
 
     # -- running tasks -----------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        """A task is due now: run it here (inline mode) or wake an idle worker thread."""
+        if self.inline:
+            self._drain()
+        else:
+            with self._work_ready:
+                self._work_ready.notify()
 
     def _work(self) -> None:
         while not self._closing.is_set():

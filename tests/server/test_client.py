@@ -31,7 +31,18 @@ from memstrata.errors import (
     Unauthenticated,
     ValidationError,
 )
-from memstrata.model import ApiKey, Cube, Event, Grant, Hit, MemoryItem, Source, User, Version
+from memstrata.model import (
+    ApiKey,
+    Cube,
+    Event,
+    Grant,
+    Hit,
+    MemoryItem,
+    Preference,
+    Source,
+    User,
+    Version,
+)
 from memstrata.retrieval.pack import Context
 from memstrata.scheduler import Task
 from memstrata.server.rest import bootstrap, create_app
@@ -418,6 +429,26 @@ def test_profile_is_a_list_of_attributes(user: Client) -> None:
     assert user.wait(_cube(user), timeout=30)
     assert isinstance(user.get_profile(cube_id=_cube(user)), list)
     assert isinstance(user.get_profile(), list)
+
+
+def test_preferences_come_back_as_the_cores(
+    new_user: Callable[..., Account], connect: Callable[[str | None], Client]
+) -> None:
+    owner, other = connect(new_user("prefs").key), connect(new_user("nosy").key)
+    hot = {"working_capacity": 1, "similarity_threshold": 0.0, "heat_threshold": 0.0}
+    cube = owner.create_cube("tastes", settings=hot).cube_id
+    said = [{"role": "user", "name": "Ann", "content": "I can't stand loud music."},
+            {"role": "user", "name": "Bob", "content": "ok"}]  # fmt: skip
+    turn = owner.add(said, cube_id=cube)[0]
+    assert owner.wait(cube, timeout=30)
+    (found,) = owner.get_preferences(cube_id=cube)
+    assert isinstance(found, Preference) and owner.get_preferences() == [found]
+    assert (found.key, found.polarity, found.evidence, found.cube_id) == (
+        "loud music", -1, [turn], cube
+    )  # fmt: skip
+    assert other.get_preferences() == []
+    with pytest.raises(PermissionDenied):
+        other.get_preferences(cube_id=cube)
 
 
 def test_chat_without_a_chat_model_is_llm_not_configured(user: Client) -> None:

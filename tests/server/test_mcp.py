@@ -55,8 +55,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def prepared_db(db_path: Path) -> Path:
-    """Alice's cube ``notes`` with a promoted profile (Porto, nurse) and her empty cube ``lab``;
-    Bob with his own cube."""
+    """Alice's cube ``notes`` with a promoted profile (Porto, nurse) and preference (jazz), and
+    her empty cube ``lab``; Bob with his own cube."""
     with MemoryOS.open(str(db_path), workers=0) as mos:
         mos.create_user("alice")
         mos.create_user("bob")
@@ -65,7 +65,7 @@ def prepared_db(db_path: Path) -> Path:
         mos.create_cube("bobs", owner="bob", cube_id="bobs")
         mos.create_cube("lab", owner="alice", cube_id="lab")  # erased by the test
         exchanges = [
-            ("I live in Porto and I work as a nurse.", "Nice! How is the job?"),
+            ("I live in Porto and I work as a nurse. I love jazz.", "Nice! How is the job?"),
             ("I adopted a cat named Pixel.", "Lovely name."),
         ]
         for said, answered in exchanges:
@@ -163,7 +163,8 @@ async def test_stdio_every_tool_and_resource(prepared_db: Path, tmp_path: Path) 
 
 
 async def _memoryos_tools(session: ClientSession) -> None:
-    """``add_memory``, ``retrieve_memory`` and ``get_user_profile``, as MemoryOS has them."""
+    """``add_memory``, ``retrieve_memory`` and ``get_user_profile``, as MemoryOS has them, and
+    ``get_preferences`` beside them."""
     added = await call(
         session, "add_memory", user_input="My sister Ana plays the cello.",
         agent_response="A beautiful instrument.", timestamp="2026-05-01 10:00:00",
@@ -187,6 +188,15 @@ async def _memoryos_tools(session: ClientSession) -> None:
     assert profile["assistant_knowledge"] == [] and profile["assistant_knowledge_count"] == 0
     bare = await call(session, "get_user_profile", include_knowledge=False)
     assert "user_knowledge" not in bare and "assistant_knowledge" not in bare
+    tastes = await call(session, "get_preferences")
+    assert (tastes["user_id"], tastes["cube_id"]) == ("alice", "notes")
+    (jazz,) = tastes["preferences"]
+    assert tastes["preference_count"] == 1
+    assert (jazz["subject"], jazz["key"], jazz["polarity"], jazz["explicit"]) == (
+        "alice", "jazz", 1, True
+    )  # fmt: skip
+    assert jazz["text"] == "alice likes jazz" and len(jazz["evidence"]) == 1
+    assert "may not read cube 'bobs'" in await fail(session, "get_preferences", cube_id="bobs")
 
 
 async def _item_tools(session: ClientSession) -> None:

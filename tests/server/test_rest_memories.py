@@ -171,6 +171,7 @@ def test_unknown_ids_are_404(owner_cube: OwnerCube, new_user: NewUser) -> None:
         owner.http.get("/mem_cubes/no-such-cube"),
         owner.http.post("/search", json={"query": "x", "install_cube_ids": ["no-such-cube"]}),
         owner.http.get("/users/me/profile", params={"cube_id": "no-such-cube"}),
+        owner.http.get("/users/me/preferences", params={"cube_id": "no-such-cube"}),
         owner.http.post("/tasks/wait", json={"cube_id": "no-such-cube"}),
     ]:
         assert _code(response) == (404, "not_found"), response.request.url
@@ -230,3 +231,23 @@ def test_profile_tasks_and_wait(owner_cube: OwnerCube) -> None:
     late = owner.http.post("/tasks/wait", json={"timeout_s": 61})
     assert _code(late) == (422, "invalid_input")
     assert owner.http.get("/tasks", params={"status": "failed"}).json() == []
+
+
+def test_preferences_with_evidence_for_readers_only(new_user: NewUser) -> None:
+    owner, other = new_user("owner"), new_user("other")
+    hot = {"working_capacity": 1, "similarity_threshold": 0.0, "heat_threshold": 0.0}
+    cube_id = owner.http.post("/mem_cubes", json={"name": "p", "settings": hot}).json()["cube_id"]
+    said = [{"role": "user", "name": "Ann", "content": "I really love hiking."},
+            {"role": "user", "name": "Bob", "content": "ok"}]  # fmt: skip
+    turn = owner.http.post("/memories", json={"cube_id": cube_id, "messages": said}).json()
+    assert owner.http.post("/tasks/wait", json={"cube_id": cube_id}).json() == {"done": True}
+    (found,) = owner.http.get("/users/me/preferences", params={"cube_id": cube_id}).json()
+    assert found == owner.http.get("/users/me/preferences").json()[0]
+    assert (found["subject"], found["key"], found["polarity"], found["explicit"]) == (
+        "Ann", "hiking", 1, True
+    )  # fmt: skip
+    assert found["evidence"] == turn["ids"][:1] and found["text"] == "Ann likes hiking"
+    assert set(found) >= {"cube_id", "since", "item_id"}
+    assert other.http.get("/users/me/preferences").json() == []
+    denied = other.http.get("/users/me/preferences", params={"cube_id": cube_id})
+    assert _code(denied) == (403, "permission_denied")

@@ -21,6 +21,7 @@ from memstrata.model import (
     Grant,
     Hit,
     MemoryItem,
+    Preference,
     ProfileAttribute,
     Source,
     User,
@@ -92,6 +93,9 @@ def test_versions_contexts_and_chat_replies_round_trip() -> None:
         Event(7, WHEN, "ann", "notes", "01J", "update", {"text": "a"}, None, 2, "typo"),
         ProfileAttribute(
             "notes", "ann", "lives_in", "Porto", "Ann lives in Porto", WHEN, ["01J"], "01P"
+        ),
+        Preference(
+            "notes", "ann", "hiking", -1, False, "Ann dislikes hiking", None, ["01J"], "01Q"
         ),
         Task("t1", "consolidate", "notes", {"n": 1}, "done", 1, 5, WHEN, None, None, WHEN, WHEN),
     ],

@@ -3,7 +3,10 @@ duplicate / contradiction rules that never lose a memory."""
 
 from __future__ import annotations
 
+import pytest
+
 from memstrata import MemoryOS
+from memstrata.errors import PermissionDenied
 from memstrata.filters import Filters
 
 LONG = Filters(tiers=("long",), statuses=("generated", "activated", "merged"))
@@ -109,3 +112,32 @@ def test_context_shows_long_tier_hits_as_their_source_turns(mos: MemoryOS) -> No
     raw = mos.context("Where does Ann live?", user_id="u", filters=only_long, expand_sources=False)
     assert {h.item.tier for h in raw.hits} == {"long"}
     assert "# Profile\nAnn lives in Porto" in raw.text
+
+
+def test_get_preferences_lists_the_current_ones_with_their_evidence(mos: MemoryOS) -> None:
+    cube = setup(mos)
+    _, hate, walk = say(mos, cube, ("I love coffee.", "2024-01-01T00:00:00Z"),
+                        ("I hate coffee now.", "2024-05-01T00:00:00Z"),
+                        ("I always walk to work.", "2024-06-01T00:00:00Z"))  # fmt: skip
+    found = mos.get_preferences(user_id="u")
+    assert found == mos.get_preferences(user_id="u", cube_id=cube)
+    by_key = {p.key: p for p in found}
+    assert set(by_key) == {"coffee", "walk to work"}  # the contradicted like is left out
+    coffee = by_key["coffee"]
+    assert (coffee.subject, coffee.polarity, coffee.explicit) == ("Ann", -1, True)
+    assert (coffee.text, coffee.evidence, coffee.cube_id) == ("Ann dislikes coffee", [hate], cube)
+    assert coffee.since is not None and coffee.since.month == 5
+    assert mos.get(coffee.item_id, user_id="u").type == "preference"
+    habit = by_key["walk to work"]
+    assert (habit.polarity, habit.explicit, habit.evidence) == (1, False, [walk])
+
+
+def test_get_preferences_is_scoped_to_readable_cubes(mos: MemoryOS) -> None:
+    cube = setup(mos)
+    say(mos, cube, ("I really love hiking.", "2024-01-01T00:00:00Z"))
+    mos.create_user("v")
+    assert mos.get_preferences(user_id="v") == []  # nothing of a cube v may not read
+    with pytest.raises(PermissionDenied):
+        mos.get_preferences(user_id="v", cube_id=cube)
+    mos.share(cube, "v", "read", by="u")
+    assert [p.key for p in mos.get_preferences(user_id="v")] == ["hiking"]

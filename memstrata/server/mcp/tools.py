@@ -55,15 +55,15 @@ class Tools:
     """The tools (see the module docs), bound to one ``MemoryOS`` and one ``Caller``."""
 
     TOOLS = (
-        "add_memory", "retrieve_memory", "get_user_profile", "search_memories", "add_memories",
-        "get_memory", "update_memory", "delete_memory", "transition_memory", "memory_history",
-        "rollback_memory", "erase_memory", "list_cubes", "share_cube", "revoke_cube",
-        "list_grants", "audit",
+        "add_memory", "retrieve_memory", "get_user_profile", "get_preferences", "search_memories",
+        "add_memories", "get_memory", "update_memory", "delete_memory", "transition_memory",
+        "memory_history", "rollback_memory", "erase_memory", "list_cubes", "share_cube",
+        "revoke_cube", "list_grants", "audit",
     )  # fmt: skip
     #: Tools that change nothing (MCP's ``readOnlyHint``: a client may call them unasked).
     READ_ONLY = (
-        "retrieve_memory", "get_user_profile", "search_memories", "get_memory", "memory_history",
-        "list_cubes", "list_grants", "audit",
+        "retrieve_memory", "get_user_profile", "get_preferences", "search_memories", "get_memory",
+        "memory_history", "list_cubes", "list_grants", "audit",
     )  # fmt: skip
     #: Tools whose effect cannot be undone here (``destructiveHint``: a client should confirm).
     DESTRUCTIVE = ("delete_memory", "erase_memory", "revoke_cube")
@@ -166,6 +166,20 @@ class Tools:
             known = [shaping.knowledge(i) for i in found]
             result |= {"assistant_knowledge": known, "assistant_knowledge_count": len(known)}
         return result
+
+    @tool
+    def get_preferences(self, cube_id: CubeArg = None) -> dict[str, Any]:
+        """The user's current preferences: what they like (polarity 1) or dislike (-1), stated
+        (explicit) or shown by what they do, each with the ids of its evidence turns."""
+        user, cube = self._caller.scope(cube_id)
+        found = self._memory.get_preferences(user_id=user, cube_id=cube)
+        return {
+            "status": "success",
+            "user_id": user,
+            "cube_id": cube,
+            "preferences": to_wire(found),
+            "preference_count": len(found),
+        }
 
     # -- memories --------------------------------------------------------------------------------
 

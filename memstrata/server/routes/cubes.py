@@ -73,3 +73,15 @@ def build_activation(cube_id: str, memory: Memory, user: Caller) -> ArtifactOut 
     local chat model, with ``activation_tokens`` 0, or when nothing is stable yet."""
     made = memory.build_activation(cube_id, user_id=user.user_id)
     return None if made is None else ArtifactOut.of(made)
+
+
+@router.post(
+    "/mem_cubes/{cube_id}/adapter",
+    summary="Train the cube's LoRA adapter on its long-tier facts now (needs write)",
+)
+def train_adapter(cube_id: str, memory: Memory, user: Caller) -> ArtifactOut | None:
+    """The cube's adapter for its current facts, trained if missing (minutes on a CPU: the
+    request waits); null when the cube has nothing to learn.  Needs the ``adapt`` extra on the
+    server (a ``ConfigurationError`` without it)."""
+    made = memory.train_adapter(cube_id, user_id=user.user_id)
+    return None if made is None else ArtifactOut.of(made)

@@ -1,4 +1,5 @@
-"""Running the service: ``/configure``, ``/tasks``, ``/tasks/wait``, ``/health``, ``/metrics``."""
+"""Running the service: ``/configure``, ``/tasks``, ``/tasks/wait``, ``/tasks/{task_id}/retry``,
+``/health``, ``/metrics``."""
 
 from __future__ import annotations
 
@@ -46,6 +47,13 @@ def tasks(
     limit: Annotated[int, Query(ge=1, le=MAX_TOP_K)] = 100,
 ) -> list[Task]:
     return memory.tasks(user_id=user.user_id, cube_id=cube_id, status=status, limit=limit)
+
+
+@router.post("/tasks/{task_id}/retry", summary="Give a failed background task one more attempt")
+def retry_task(task_id: str, memory: Memory, user: Caller) -> Task:
+    """``MemoryOS.retry_task``: the task, ``pending`` again (or already running or finished);
+    404 for a task the caller cannot see, 403 without ``write``, 409 when it has not failed."""
+    return memory.retry_task(task_id, user_id=user.user_id)
 
 
 @router.post("/tasks/wait", summary="Wait until a cube's background tasks are done")

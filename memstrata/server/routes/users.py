@@ -1,10 +1,10 @@
-"""Users, their API keys and their profile: ``/users…``."""
+"""Users, their API keys, their profile and preferences: ``/users…``."""
 
 from __future__ import annotations
 
 from fastapi import Response
 
-from memstrata.model import ProfileAttribute, User
+from memstrata.model import Preference, ProfileAttribute, User
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import make_router, user_path
 from memstrata.server.schemas import KeyIn, KeyOut, NewKey, UserIn
@@ -31,6 +31,13 @@ def me(user: Caller) -> User:
 def profile(memory: Memory, user: Caller, cube_id: str | None = None) -> list[ProfileAttribute]:
     """Profile attributes from ``cube_id`` (default: every cube the caller may read)."""
     return memory.get_profile(user_id=user.user_id, cube_id=cube_id)
+
+
+@router.get("/users/me/preferences", summary="The caller's current preferences")
+def preferences(memory: Memory, user: Caller, cube_id: str | None = None) -> list[Preference]:
+    """Preferences (likes, dislikes) from ``cube_id`` (default: every cube the caller may read),
+    each with the turns that show it."""
+    return memory.get_preferences(user_id=user.user_id, cube_id=cube_id)
 
 
 @router.post(

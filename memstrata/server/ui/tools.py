@@ -2,20 +2,24 @@
 
 ``GET /ui/cubes/{cube_id}/context`` packs ``MemoryOS.context`` for a query and a token budget
 and shows the text exactly as a model gets it; ``GET /ui/tasks`` is ``MemoryOS.tasks``
-(every cube the user may read, or ``cube``; ``status`` narrows it).
+(every cube the user may read, or ``cube``; ``status`` narrows it), with a retry button on each
+failed task the core would let the user retry (``MemoryOS.may_retry``).  ``POST
+/ui/tasks/{task_id}/retry`` (with the session's CSRF token) is ``MemoryOS.retry_task``, refused
+as the SDK refuses; done, it redirects to the tasks page saying where the task stands.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, cast, get_args
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Form, Query, Response
+from fastapi.responses import RedirectResponse
 
 from memstrata.errors import ValidationError
-from memstrata.scheduler import TaskStatus
+from memstrata.scheduler import Task, TaskStatus
 from memstrata.server.ui import parts
-from memstrata.server.ui.markup import join, table, tag
-from memstrata.server.ui.visit import UIRoute, Visitor
+from memstrata.server.ui.markup import Markup, join, table, tag
+from memstrata.server.ui.visit import HEADERS, UIRoute, Visit, Visitor
 
 router = APIRouter(route_class=UIRoute, include_in_schema=False)
 Param = Annotated[str, Query()]
@@ -63,8 +67,9 @@ def context(
 
 
 @router.get("/ui/tasks")
-def tasks(visit: Visitor, cube: Param = "", status: Param = "") -> Response:
-    """Recent background tasks, newest first, with their errors."""
+def tasks(visit: Visitor, cube: Param = "", status: Param = "", done: Param = "") -> Response:
+    """Recent background tasks, newest first, with their errors; ``done`` is the notice of the
+    retry just made."""
     if status and status not in TASK_STATES:
         raise ValidationError(f"status must be one of {', '.join(TASK_STATES)}")
     found = visit.memory.tasks(
@@ -75,11 +80,35 @@ def tasks(visit: Visitor, cube: Param = "", status: Param = "") -> Response:
     rows = [
         [t.kind, tag("a", t.cube_id, href=parts.cube_url(t.cube_id)) if t.cube_id else None,
          t.status, f"{t.attempts}/{t.max_attempts}", parts.when(t.created_at),
-         parts.when(t.updated_at), t.error]
+         parts.when(t.updated_at), t.error, _retry(visit, t)]
         for t in found
     ]  # fmt: skip
-    headers = ["kind", "cube", "status", "attempts", "created", "updated", "error"]
+    headers = ["kind", "cube", "status", "attempts", "created", "updated", "error", ""]
     links = [tag("a", s, href=parts.url("tasks", cube=cube, status=s)) for s in TASK_STATES]
     filters = tag("p", "show: ", tag("a", "all", href=parts.url("tasks", cube=cube)), " · ",
                   join(links, " · "))  # fmt: skip
-    return visit.page("Tasks", join([filters, table(headers, rows, empty="No task.")]))
+    notice = tag("p", done, class_="notice") if done else Markup("")
+    return visit.page("Tasks", join([notice, filters, table(headers, rows, empty="No task.")]))
+
+
+def _retry(visit: Visit, task: Task) -> Markup | None:
+    """The retry button of a task the core would let this user retry; else nothing."""
+    if not visit.memory.may_retry(task, user_id=visit.user.user_id):
+        return None
+    return tag(
+        "form",
+        visit.csrf_field(),
+        tag("button", "Retry", type="submit"),
+        method="post",
+        action=parts.url("tasks", task.task_id, "retry"),
+        class_="inline",
+    )
+
+
+@router.post("/ui/tasks/{task_id}/retry")
+def retry(task_id: str, visit: Visitor, csrf_token: Annotated[str, Form()] = "") -> Response:
+    """``MemoryOS.retry_task``, then back to the tasks page saying where the task stands."""
+    visit.check_csrf(csrf_token)
+    task = visit.memory.retry_task(task_id, user_id=visit.user.user_id)
+    done = f"Task {task.task_id} ({task.kind}) retried: now {task.status}."
+    return RedirectResponse(parts.url("tasks", done=done), 303, headers=HEADERS)

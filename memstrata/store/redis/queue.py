@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 #: Seconds to wait for a connection, and for a command's answer (a URL's own options win).
 CONNECT_TIMEOUT_S = 5.0
 COMMAND_TIMEOUT_S = 30.0
+#: The scripts of ``scripts`` that the queue's methods run.
+_SCRIPTS = ("SUBMIT", "CLAIM", "RENEW", "COMPLETE", "FAIL", "RELEASE", "RETRY", "TASKS")
 
 
 class RedisTaskQueue(Closing):
@@ -77,8 +79,7 @@ class RedisTaskQueue(Closing):
                 f"not a Redis URL: {self.where} ({exc})", hint="e.g. redis://127.0.0.1:6379/0"
             ) from exc
         self._scripts = {
-            name: self._client.register_script(getattr(scripts, name))
-            for name in ("SUBMIT", "CLAIM", "RENEW", "COMPLETE", "FAIL", "RELEASE", "RETRY", "TASKS")
+            name: self._client.register_script(getattr(scripts, name)) for name in _SCRIPTS
         }
         with self._errors():
             self._client.ping()
