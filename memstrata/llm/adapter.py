@@ -25,7 +25,7 @@ import random
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -159,6 +159,42 @@ class CausalLM(Closing):
                         model, tokenizer, questions[start : start + batch_size], max_tokens
                     )
             return answers
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, object]],
+        adapter: bytes | None = None,
+        settings: LoraSettings | None = None,
+        *,
+        max_tokens: int = 256,
+    ) -> str:
+        """The greedy answer to chat ``messages`` (system, user…, as ``LLM.complete`` takes
+        them), by the base model or with ``adapter`` put on it."""
+        with self._lock:
+            base, tokenizer = self._load()
+            import torch
+            from peft import set_peft_model_state_dict
+            from safetensors.torch import load
+
+            model = base
+            if adapter is not None:
+                model = _with_lora(base, settings or LoraSettings())
+                set_peft_model_state_dict(model, load(adapter))
+            model.eval()
+            text = tokenizer.apply_chat_template(
+                [dict(m) for m in messages], add_generation_prompt=True, tokenize=False
+            )
+            ids = torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"]])
+            with torch.no_grad():
+                out = model.generate(
+                    input_ids=ids,
+                    attention_mask=torch.ones_like(ids),
+                    max_new_tokens=max_tokens,
+                    do_sample=False,
+                    pad_token_id=tokenizer.pad_token_id,
+                )
+            answer: str = tokenizer.decode(out[0][ids.shape[1] :], skip_special_tokens=True)
+            return answer.strip()
 
     def close(self) -> None:
         """Drop the loaded model (loaded again by the next call)."""

@@ -39,14 +39,21 @@ class Chat:
         session_id: str | None = None,
         budget_tokens: int = 1000,
         max_tokens: int = 256,
+        use_adapter: bool = False,
     ) -> ChatReply:
         """Answer ``query`` from memory with the chat model, and remember the exchange.
 
         The context comes from every cube ``user_id`` may read (``context``); the question and the
         answer are stored in ``cube_id`` (needs ``write``) as two turns of ``session_id``.  One LLM
         call, counted against ``cube_id``.  ``LLMNotConfigured`` without a chat model; an
-        ``LLMError`` stores nothing.
+        ``LLMError`` stores nothing.  With ``use_adapter`` the same prompt is answered by the base
+        model of ``cube_id``'s LoRA adapter with the adapter on (``memory.parametric``; needs the
+        ``adapt`` extra, no chat model; without an adapter, by the base model alone).
         """
+        if use_adapter:
+            return self._with_adapter(
+                query, user_id, cube_id, session_id, budget_tokens, max_tokens
+            )
         llm, messages, ctx, cached = self._prompt(
             query, user_id, cube_id, session_id, budget_tokens, max_tokens
         )
@@ -92,6 +99,29 @@ class Chat:
             self._remember(query, "".join(answer), user_id, cube_id, session_id)
 
         return pieces()
+
+    def _with_adapter(
+        self,
+        query: str,
+        user_id: str,
+        cube_id: str,
+        session_id: str | None,
+        budget_tokens: int,
+        max_tokens: int,
+    ) -> ChatReply:
+        """``chat`` answered through the cube's LoRA adapter (transformers, in this thread)."""
+        check_int(max_tokens, "max_tokens", 1, MAX_CHAT_TOKENS)
+        if session_id is not None:
+            check_id(session_id, "session_id")
+        self._parts.access.cube(user_id, cube_id, "write")
+        ctx = self._reading.context(
+            query, user_id=user_id, budget_tokens=budget_tokens, session_id=session_id
+        )
+        messages = chat_messages(query, ctx, utcnow())
+        answer = self._parts.parametric.chat(cube_id, messages, max_tokens)
+        self._count(cube_id, Completion(text=answer))
+        ids = self._remember(query, answer, user_id, cube_id, session_id)
+        return ChatReply(answer=answer, ids=ids, context=ctx)
 
     def _prompt(
         self,

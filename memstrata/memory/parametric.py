@@ -32,6 +32,7 @@ import re
 from collections.abc import Sequence
 
 from memstrata.filters import Filters
+from memstrata.llm import ChatMessage
 from memstrata.llm.adapter import QA, CausalLM, LoraSettings, Trained
 from memstrata.memcube import Artifact
 from memstrata.model import MemoryItem
@@ -166,6 +167,13 @@ class ParametricMemory:
         artifact = self.current(cube_id)
         adapter = None if artifact is None else artifact.path.read_bytes()
         return self.model.answer(questions, adapter, self.settings, max_tokens=max_tokens)
+
+    def chat(self, cube_id: str, messages: Sequence[ChatMessage], max_tokens: int) -> str:
+        """The answer to chat ``messages`` by the base model through the cube's newest adapter
+        (the base model alone when the cube has none)."""
+        artifact = self.current(cube_id)
+        adapter = None if artifact is None else artifact.path.read_bytes()
+        return self.model.chat(messages, adapter, self.settings, max_tokens=max_tokens)
 
     def queue(self, cube_id: str) -> None:
         """Queue the cube's training in the background (deduplicated)."""

@@ -343,6 +343,10 @@ class ChatIn(_Body):
     session_id: str | None = None
     budget_tokens: int = Field(default=1000, ge=1, le=MAX_BUDGET)
     max_tokens: int = Field(default=256, ge=1, le=MAX_CHAT_TOKENS)
+    use_adapter: bool = Field(
+        default=False,
+        description="Answer through the cube's LoRA adapter (the adapt extra; not streamed).",
+    )
     user_id: str | None = _user_field()
 
 

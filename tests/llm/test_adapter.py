@@ -165,6 +165,19 @@ def test_the_adapter_changes_the_answers(
 
 
 @needs_model
+def test_chat_through_the_adapter(
+    mos: MemoryOS, cube: str, trained: tuple[Artifact, list[str]]
+) -> None:
+    # no chat model is configured: the adapter's base model answers, and the exchange is kept
+    reply = mos.chat("What is Ann's job?", user_id="ann", cube_id=cube, use_adapter=True,
+                     max_tokens=16)  # fmt: skip
+    assert "nurse" in reply.answer.lower() and len(reply.ids) == 2
+    assert mos.get(reply.ids[1], user_id="ann").text == reply.answer
+    with pytest.raises((PermissionDenied, CubeNotFound)):
+        mos.chat("What is Ann's job?", user_id="bob", cube_id=cube, use_adapter=True)
+
+
+@needs_model
 def test_the_task_retrains_after_a_change_and_erasure_takes_the_adapter(
     mos: MemoryOS, cube: str, trained: tuple[Artifact, list[str]]
 ) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi.responses import StreamingResponse
 
-from memstrata.errors import MemstrataError
+from memstrata.errors import MemstrataError, ValidationError
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import check_self, make_router
 from memstrata.server.schemas import (
@@ -82,6 +82,7 @@ def chat(body: ChatIn, memory: Memory, user: Caller) -> ChatOut:
         session_id=body.session_id,
         budget_tokens=body.budget_tokens,
         max_tokens=body.max_tokens,
+        use_adapter=body.use_adapter,
     )
     return ChatOut.of(reply)
 
@@ -106,6 +107,8 @@ def chat_stream(body: ChatIn, memory: Memory, user: Caller) -> StreamingResponse
     nothing.
     """
     check_self(body.user_id, user)
+    if body.use_adapter:
+        raise ValidationError("use_adapter is not streamed", hint="POST /chat instead")
     pieces = memory.chat_stream(
         body.query,
         user_id=user.user_id,
