@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.errors import MemCubeError
-from memstrata.store import artifact_files
+from memstrata.store import artifacts
 from memstrata.store.postgres.cubes import PostgresCubes
 from memstrata.store.postgres.erasure import PostgresErasure
 from memstrata.store.postgres.history import PostgresHistory
@@ -55,7 +55,7 @@ class PostgresStore(
         """``ErasureStore.delete_cube``, then the cube's artifact files (KV caches, adapters)."""
         count = super().delete_cube(cube_id, actor)
         with contextlib.suppress(MemCubeError):  # a store without an artifact folder has none
-            artifact_files.remove_folder(self.artifact_dir(cube_id))
+            artifacts.remove_folder(self.artifact_dir(cube_id))
         return count
 
     def __init__(self, dsn: str, *, artifacts_dir: str | Path | None = None, **options: Any):

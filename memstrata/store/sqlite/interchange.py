@@ -31,8 +31,9 @@ from memstrata.errors import (
     StorageError,
 )
 from memstrata.memcube import Artifact, MemCube, Vectors
-from memstrata.model import Event, MemoryItem, Version, new_id, to_epoch
-from memstrata.store import artifact_files, rows
+from memstrata.model import Event, MemoryItem, Version, to_epoch
+from memstrata.store import artifacts as artifact_store
+from memstrata.store import rows
 from memstrata.store.sqlite import writes
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
@@ -56,41 +57,14 @@ class SQLiteArchive(SQLiteDatabase):
         data: bytes,
         metadata: Mapping[str, Any],
     ) -> Artifact:
-        with self.snapshot() as conn:
-            if not conn.execute("SELECT 1 FROM cubes WHERE cube_id = ?", (cube_id,)).fetchone():
-                raise CubeNotFound(cube_id)
-        artifact_id = new_id()
-        path, sha256, size = artifact_files.write(self.artifact_dir(cube_id), artifact_id, data)
-        artifact = Artifact(artifact_id, kind, fingerprint, path, sha256, size, dict(metadata))
-        try:
-            with self.transaction() as conn:
-                conn.execute(
-                    f"INSERT INTO artifacts ({rows.ARTIFACT_COLUMNS}, cube_id) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (*rows.artifact_row(artifact, _row_path(path, self._artifact_base())), cube_id),
-                )
-        except BaseException:
-            artifact_files.remove([path])
-            raise
-        return artifact
+        where = (self.artifact_dir(cube_id), self._artifact_base())
+        return artifact_store.put(self, "?", where, cube_id, kind, fingerprint, data, metadata)
 
     def artifacts(self, cube_id: str, kind: str | None = None) -> list[Artifact]:
-        with self.snapshot() as conn:
-            found = _artifacts(conn, self._artifact_base(), cube_id)
-        return [a for a in found if kind is None or a.kind == kind]
+        return artifact_store.listed(self, "?", self._artifact_base(), cube_id, kind)
 
     def delete_artifacts(self, cube_id: str, artifact_ids: Sequence[str]) -> int:
-        doomed = [a for a in self.artifacts(cube_id) if a.artifact_id in set(artifact_ids)]
-        if not doomed:
-            return 0
-        with self.transaction() as conn:
-            for artifact in doomed:
-                conn.execute(
-                    "DELETE FROM artifacts WHERE artifact_id = ? AND cube_id = ?",
-                    (artifact.artifact_id, cube_id),
-                )
-        artifact_files.remove(a.path for a in doomed)
-        return len(doomed)
+        return artifact_store.delete(self, "?", self._artifact_base(), cube_id, artifact_ids)
 
     def read_cube(self, cube_id: str) -> MemCube:
         """Every row of ``cube_id`` as a ``MemCube`` (items in id order, events by ``seq``).
@@ -113,7 +87,7 @@ class SQLiteArchive(SQLiteDatabase):
                 vector_ids=vector_ids,
                 vectors=vectors,
                 events=_events(conn, cube_id),
-                artifacts=_artifacts(conn, self._artifact_base(), cube_id),
+                artifacts=artifact_store.of_cube(conn, "?", self._artifact_base(), cube_id),
             )
 
     def check_free(self, data: MemCube) -> None:
@@ -203,15 +177,6 @@ def _vectors(
     return [r[0] for r in found], matrix.reshape(len(found), dim)
 
 
-def _artifacts(conn: Any, base: Path, cube_id: str) -> list[Artifact]:
-    found = conn.execute(
-        f"SELECT {rows.ARTIFACT_COLUMNS} FROM artifacts WHERE cube_id = ? "
-        "ORDER BY created_at, artifact_id",
-        (cube_id,),
-    )
-    return [rows.artifact_from_row(row, base) for row in found]
-
-
 # -- writing ---------------------------------------------------------------------------------
 
 
@@ -273,11 +238,3 @@ def _insert_artifacts(
             for a in data.artifacts
         ],
     )  # fmt: skip
-
-
-def _row_path(path: Path, base: Path) -> str:
-    """``path`` as the ``artifacts.path`` column holds it: relative to ``base`` when inside it."""
-    try:
-        return str(path.relative_to(base))
-    except ValueError:
-        return str(path)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 
 from memstrata.errors import MemCubeError
-from memstrata.store import artifact_files
+from memstrata.store import artifacts
 from memstrata.store.rows import fts_body
 from memstrata.store.sqlite.clauses import filter_sql
 from memstrata.store.sqlite.cubes import SQLiteCubes
@@ -57,5 +57,5 @@ class SQLiteStore(
         """``ErasureStore.delete_cube``, then the cube's artifact files (KV caches, adapters)."""
         count = super().delete_cube(cube_id, actor)
         with contextlib.suppress(MemCubeError):  # a store without an artifact folder has none
-            artifact_files.remove_folder(self.artifact_dir(cube_id))
+            artifacts.remove_folder(self.artifact_dir(cube_id))
         return count

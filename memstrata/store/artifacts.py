@@ -1,0 +1,136 @@
+"""A cube's artifacts (DESIGN §6), for both engines: files written whole or not at all, rows
+beside them, both removed together.
+
+Both engines keep an artifact's bytes in a file under the store's artifact folder
+(``ArchiveStore.artifact_dir``) and its description in the ``artifacts`` table.  ``put``,
+``listed`` and ``delete`` are ``ArchiveStore``'s artifact calls over any ``Database`` (the
+engines differ only in their parameter ``mark``, ``?`` or ``%s``), so an artifact is written,
+read and removed one way only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Protocol
+
+from memstrata.errors import CubeNotFound
+from memstrata.memcube import Artifact
+from memstrata.model import new_id
+from memstrata.store import rows
+
+
+class Database(Protocol):
+    """What the artifact calls need of an engine: its write and read transactions."""
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
+
+    def snapshot(self) -> AbstractContextManager[Any]: ...
+
+
+def put(
+    db: Database,
+    mark: str,
+    where: tuple[Path, Path],
+    cube_id: str,
+    kind: str,
+    fingerprint: str,
+    data: bytes,
+    metadata: Mapping[str, Any],
+) -> Artifact:
+    """``ArchiveStore.put_artifact``: the file in ``where[0]`` (the cube's folder), then the row,
+    whose path is relative to ``where[1]`` when inside it; the file goes again if the row fails."""
+    folder, base = where
+    with db.snapshot() as conn:
+        if not conn.execute(f"SELECT 1 FROM cubes WHERE cube_id = {mark}", (cube_id,)).fetchone():
+            raise CubeNotFound(cube_id)
+    artifact_id = new_id()
+    path, sha256, size = write(folder, artifact_id, data)
+    artifact = Artifact(artifact_id, kind, fingerprint, path, sha256, size, dict(metadata))
+    marks = ", ".join([mark] * 9)
+    try:
+        with db.transaction() as conn:
+            conn.execute(
+                f"INSERT INTO artifacts ({rows.ARTIFACT_COLUMNS}, cube_id) VALUES ({marks})",
+                (*rows.artifact_row(artifact, _row_path(path, base)), cube_id),
+            )
+    except BaseException:
+        remove([path])
+        raise
+    return artifact
+
+
+def of_cube(conn: Any, mark: str, base: Path, cube_id: str) -> list[Artifact]:
+    """``cube_id``'s artifact rows read on ``conn``, oldest first (relative paths from ``base``)."""
+    found = conn.execute(
+        f"SELECT {rows.ARTIFACT_COLUMNS} FROM artifacts WHERE cube_id = {mark} "
+        "ORDER BY created_at, artifact_id",
+        (cube_id,),
+    )
+    return [rows.artifact_from_row(row, base) for row in found]
+
+
+def listed(db: Database, mark: str, base: Path, cube_id: str, kind: str | None) -> list[Artifact]:
+    """``ArchiveStore.artifacts``."""
+    with db.snapshot() as conn:
+        found = of_cube(conn, mark, base, cube_id)
+    return [a for a in found if kind is None or a.kind == kind]
+
+
+def delete(db: Database, mark: str, base: Path, cube_id: str, ids: Sequence[str]) -> int:
+    """``ArchiveStore.delete_artifacts``: the rows, then the files."""
+    doomed = [a for a in listed(db, mark, base, cube_id, None) if a.artifact_id in set(ids)]
+    if not doomed:
+        return 0
+    with db.transaction() as conn:
+        for artifact in doomed:
+            conn.execute(
+                f"DELETE FROM artifacts WHERE artifact_id = {mark} AND cube_id = {mark}",
+                (artifact.artifact_id, cube_id),
+            )
+    remove(a.path for a in doomed)
+    return len(doomed)
+
+
+def _row_path(path: Path, base: Path) -> str:
+    """``path`` as the ``artifacts.path`` column holds it: relative to ``base`` when inside it."""
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return str(path)
+
+
+def write(folder: Path, name: str, data: bytes) -> tuple[Path, str, int]:
+    """Write ``data`` as ``folder/name`` (written aside, then renamed into place); returns the
+    path, the bytes' sha256 and their size.  An existing file of that name is replaced."""
+    folder.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        target = folder / name
+        os.replace(temporary, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+    return target, hashlib.sha256(data).hexdigest(), len(data)
+
+
+def remove(paths: Iterable[Path]) -> None:
+    """Delete these files; one already gone is not an error."""
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def remove_folder(folder: Path) -> None:
+    """Delete ``folder`` and everything in it (a deleted cube's artifacts); absent is fine."""
+    shutil.rmtree(folder, ignore_errors=True)
