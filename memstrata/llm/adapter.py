@@ -142,16 +142,9 @@ class CausalLM(Closing):
         """Greedy answers to ``questions``, in order, by the base model or with ``adapter``
         (safetensors bytes from ``train`` with ``settings``) put on it."""
         with self._lock:
-            base, tokenizer = self._load()
+            model, tokenizer = self._model(adapter, settings)
             import torch
-            from peft import set_peft_model_state_dict
-            from safetensors.torch import load
 
-            model = base
-            if adapter is not None:
-                model = _with_lora(base, settings or LoraSettings())
-                set_peft_model_state_dict(model, load(adapter))
-            model.eval()
             answers: list[str] = []
             with torch.no_grad():
                 for start in range(0, len(questions), batch_size):
@@ -171,16 +164,9 @@ class CausalLM(Closing):
         """The greedy answer to chat ``messages`` (system, user…, as ``LLM.complete`` takes
         them), by the base model or with ``adapter`` put on it."""
         with self._lock:
-            base, tokenizer = self._load()
+            model, tokenizer = self._model(adapter, settings)
             import torch
-            from peft import set_peft_model_state_dict
-            from safetensors.torch import load
 
-            model = base
-            if adapter is not None:
-                model = _with_lora(base, settings or LoraSettings())
-                set_peft_model_state_dict(model, load(adapter))
-            model.eval()
             text = tokenizer.apply_chat_template(
                 [dict(m) for m in messages], add_generation_prompt=True, tokenize=False
             )
@@ -195,6 +181,20 @@ class CausalLM(Closing):
                 )
             answer: str = tokenizer.decode(out[0][ids.shape[1] :], skip_special_tokens=True)
             return answer.strip()
+
+    def _model(self, adapter: bytes | None, settings: LoraSettings | None) -> tuple[Any, Any]:
+        """(the base model, with ``adapter`` put on it when given, ready to generate; the
+        tokenizer).  Called with ``_lock`` held."""
+        base, tokenizer = self._load()
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load
+
+        model = base
+        if adapter is not None:
+            model = _with_lora(base, settings or LoraSettings())
+            set_peft_model_state_dict(model, load(adapter))
+        model.eval()
+        return model, tokenizer
 
     def close(self) -> None:
         """Drop the loaded model (loaded again by the next call)."""

@@ -110,10 +110,7 @@ class Chat:
         max_tokens: int,
     ) -> ChatReply:
         """``chat`` answered through the cube's LoRA adapter (transformers, in this thread)."""
-        check_int(max_tokens, "max_tokens", 1, MAX_CHAT_TOKENS)
-        if session_id is not None:
-            check_id(session_id, "session_id")
-        self._parts.access.cube(user_id, cube_id, "write")
+        self._check(user_id, cube_id, session_id, max_tokens)
         ctx = self._reading.context(
             query, user_id=user_id, budget_tokens=budget_tokens, session_id=session_id
         )
@@ -134,10 +131,7 @@ class Chat:
     ) -> tuple[LLM, list[ChatMessage], Context, tuple[str, Activation] | None]:
         """Check everything a chat needs, then build its prompt (no model call yet), and find
         the cube's KV cache for it: (artifact id, state), or None."""
-        check_int(max_tokens, "max_tokens", 1, MAX_CHAT_TOKENS)
-        if session_id is not None:
-            check_id(session_id, "session_id")
-        self._parts.access.cube(user_id, cube_id, "write")
+        self._check(user_id, cube_id, session_id, max_tokens)
         llm = self._parts.llm
         if llm is None:
             raise LLMNotConfigured("chat")
@@ -149,6 +143,13 @@ class Chat:
         found = activation.lookup(cube_id, stable)
         cached = (found[0].artifact_id, found[1]) if found is not None else None
         return llm, chat_messages(query, ctx, utcnow(), stable.text), ctx, cached
+
+    def _check(self, user_id: str, cube_id: str, session_id: str | None, max_tokens: int) -> None:
+        """What every chat checks first: its bounds and ``write`` on ``cube_id``."""
+        check_int(max_tokens, "max_tokens", 1, MAX_CHAT_TOKENS)
+        if session_id is not None:
+            check_id(session_id, "session_id")
+        self._parts.access.cube(user_id, cube_id, "write")
 
     def _count(self, cube_id: str, completion: Completion) -> None:
         self._parts.store.record_usage(
