@@ -18,9 +18,9 @@ work is done the item's question is asked, and:
   (``MemoryOS.get_preferences``);
 * with an LLM, for items with ``mcq_options`` (the same index and question):
   ``mcq_aligned@1000tok``, the model, shown the 1000-token context, the question and the four
-  options (rotated by the item's index, so that the aligned one, first in the data, is not
-  always first), picks the aligned one; the other three violate the preference.  A failed call
-  scores 0 and is counted (``llm_errors``), as is an answer naming no option
+  options (turned by a checksum of the question, so that the aligned one, first in the data,
+  is not always first), picks the aligned one; the other three violate the preference.  A
+  failed call scores 0 and is counted (``llm_errors``), as is an answer naming no option
   (``mcq_unanswered``).
 
 Results are overall, by form, by topic, by filler count and by form and filler count.  PrefEval
@@ -33,6 +33,7 @@ import json
 import logging
 import statistics
 import tempfile
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -281,10 +282,10 @@ def messages(turns: Sequence[Turn], prefix: str, first: int) -> list[dict[str, s
     ]  # fmt: skip
 
 
-def rotated(options: Sequence[str], index: int) -> tuple[list[str], int]:
-    """``options`` (the aligned one first) turned left by ``index``, and where the aligned one
-    went."""
-    turn = index % len(options)
+def rotated(options: Sequence[str], question: str) -> tuple[list[str], int]:
+    """``options`` (the aligned one first) turned left by the CRC-32 of ``question`` (the same
+    for an item in every run, spread evenly over many), and where the aligned one went."""
+    turn = zlib.crc32(question.encode("utf-8")) % len(options)
     return [*options[turn:], *options[:turn]], (len(options) - turn) % len(options)
 
 
@@ -328,7 +329,7 @@ class _Run:
 
     def _choice(self, llm: LLM, case: Case, context: str) -> float:
         """1 when the model picks the aligned option from ``context``, else 0."""
-        shown, aligned = rotated(case.options, case.index)
+        shown, aligned = rotated(case.options, case.question)
         try:
             picked = answers.choose(llm, case.question, shown, context)
         except LLMError as exc:

@@ -110,10 +110,13 @@ def locomo_first_text(samples: list[dict[str, Any]]) -> str:
     return str(messages[0]["content"])
 
 
-def test_options_are_rotated_by_the_items_index() -> None:
-    assert prefeval.rotated(["ok", "b", "c", "d"], 0) == (["ok", "b", "c", "d"], 0)
-    assert prefeval.rotated(["ok", "b", "c", "d"], 1) == (["b", "c", "d", "ok"], 3)
-    assert prefeval.rotated(["ok", "b", "c", "d"], 6) == (["c", "d", "ok", "b"], 2)
+def test_options_are_turned_by_the_question() -> None:
+    options = ["ok", "b", "c", "d"]
+    turns = {q: prefeval.rotated(options, q) for q in ("v", "r", "w", "s")}  # crc32 % 4: 0-3
+    assert [aligned for _, aligned in turns.values()] == [0, 3, 2, 1]
+    for shown, aligned in turns.values():
+        assert shown[aligned] == "ok" and sorted(shown) == sorted(options)
+    assert turns["r"] == prefeval.rotated(options, "r")  # the same in every run
 
 
 def test_the_memo_embeds_each_passage_once() -> None:
