@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from memstrata.embed.base import Vectors, normalise
+from memstrata.errors import ItemNotFound
 from memstrata.filters import Filters
 from memstrata.model import MemoryItem, Source, new_id, utcnow
 from memstrata.reader.offline import keywords, merge_keywords, summarise
@@ -195,7 +196,12 @@ def record_visits(store: Store, counts: Mapping[str, int], now: datetime) -> lis
         if segment.status not in ("generated", "activated") or cube is None:
             continue
         hot = replace(segment, heat=heat(segment, TierSettings.parse(cube.settings), now))
-        refreshed.append(
-            store.update_item(hot, None, op="visit", actor=None, reason="read", snapshot=False)
-        )
+        try:
+            refreshed.append(
+                store.update_item(hot, None, op="visit", actor=None, reason="read", snapshot=False)
+            )
+        except ItemNotFound:
+            # Erased, or its cube deleted, since it was read: nothing to heat.  Failing here
+            # would retry the task and count the other items' reads twice.
+            continue
     return refreshed

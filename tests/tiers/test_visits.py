@@ -6,7 +6,10 @@ import pytest
 
 import memstrata.tiers.tasks
 from memstrata import MemoryOS
+from memstrata.errors import ItemNotFound
 from memstrata.filters import Filters
+from memstrata.model import utcnow
+from memstrata.tiers.mid import record_visits
 
 
 def test_reads_become_visits_that_heat_and_promote_a_segment(
@@ -31,3 +34,24 @@ def test_reads_become_visits_that_heat_and_promote_a_segment(
     assert mos.wait(cube, timeout=30)
     # two visits (2 × α = 20) + one page + recency (1) = 22 ≥ 21.5: promoted to the long tier
     assert mos.store.count_items(cube, Filters(tiers=("long",), types=("profile",))) == 1
+
+
+def test_a_segment_gone_since_it_was_read_is_skipped_not_retried(
+    mos: MemoryOS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mos.create_user("u")
+    settings = {"working_capacity": 1, "similarity_threshold": 0.0}
+    cube = mos.create_cube("c", owner="u", settings=settings).cube_id
+    mos.add([{"name": "Ann", "content": "I work as a baker in Graz."},
+             {"name": "Ann", "content": "The weather is fine."}], user_id="u", cube_id=cube)  # fmt: skip
+    (segment,) = mos.store.list_items(cube, Filters(types=("segment",)))
+    page = mos.store.list_items(cube, Filters(tiers=("mid",), types=("turn",)))[0]
+
+    def gone(*args: object, **kwargs: object) -> None:
+        raise ItemNotFound(segment.id)  # as if its cube were deleted between the two reads
+
+    monkeypatch.setattr(mos.store, "update_item", gone)
+    assert record_visits(mos.store, {page.id: 1}, utcnow()) == []
+    monkeypatch.undo()
+    (page,) = mos.store.get_items([page.id])
+    assert page.access_count == 1  # the read still counts, once
