@@ -197,6 +197,10 @@ async def _memoryos_tools(session: ClientSession) -> None:
     )  # fmt: skip
     assert jazz["text"] == "alice likes jazz" and len(jazz["evidence"]) == 1
     assert "may not read cube 'bobs'" in await fail(session, "get_preferences", cube_id="bobs")
+    # no local chat model here: no KV cache to build, none listed (tests/llm has the real ones)
+    assert await call(session, "build_activation") == {"cube_id": "notes", "artifact": None}
+    assert await call(session, "list_artifacts") == {"cube_id": "notes", "artifacts": []}
+    assert "may not read cube 'bobs'" in await fail(session, "list_artifacts", cube_id="bobs")
 
 
 async def _item_tools(session: ClientSession) -> None:

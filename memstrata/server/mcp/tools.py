@@ -43,7 +43,7 @@ from memstrata.server.mcp.args import (
 )
 from memstrata.server.mcp.caller import Caller
 from memstrata.server.mcp.reporting import reported
-from memstrata.wire import item_to_wire, to_wire
+from memstrata.wire import artifact_to_wire, item_to_wire, to_wire
 
 #: What MemoryOS's ``add_memory`` names the assistant's turns.
 ASSISTANT = "assistant"
@@ -58,12 +58,12 @@ class Tools:
         "add_memory", "retrieve_memory", "get_user_profile", "get_preferences", "search_memories",
         "add_memories", "get_memory", "update_memory", "delete_memory", "transition_memory",
         "memory_history", "rollback_memory", "erase_memory", "list_cubes", "share_cube",
-        "revoke_cube", "list_grants", "audit",
+        "revoke_cube", "list_grants", "audit", "list_artifacts", "build_activation",
     )  # fmt: skip
     #: Tools that change nothing (MCP's ``readOnlyHint``: a client may call them unasked).
     READ_ONLY = (
         "retrieve_memory", "get_user_profile", "get_preferences", "search_memories", "get_memory",
-        "memory_history", "list_cubes", "list_grants", "audit",
+        "memory_history", "list_cubes", "list_grants", "audit", "list_artifacts",
     )  # fmt: skip
     #: Tools whose effect cannot be undone here (``destructiveHint``: a client should confirm).
     DESTRUCTIVE = ("delete_memory", "erase_memory", "revoke_cube")
@@ -340,6 +340,25 @@ class Tools:
     def list_grants(self, cube_id: str) -> dict[str, Any]:
         """Who holds which permission on a cube, oldest grant first (you need admin on it)."""
         return {"grants": to_wire(self._memory.grants(cube_id, by=self._caller.user()))}
+
+    # -- artifacts ---------------------------------------------------------------------------------
+
+    @tool
+    def list_artifacts(self, cube_id: CubeArg = None) -> dict[str, Any]:
+        """A cube's KV caches and LoRA adapters, oldest first (id, kind, fingerprint, size,
+        metadata: a KV cache's model, token count and source items with their versions)."""
+        user, cube = self._caller.scope(cube_id)
+        found = self._memory.artifacts(cube, user_id=user)
+        return {"cube_id": cube, "artifacts": [artifact_to_wire(a) for a in found]}
+
+    @tool
+    def build_activation(self, cube_id: CubeArg = None) -> dict[str, Any]:
+        """Have the server's local chat model read the cube's stable context (profile, pinned
+        and newest facts) now and keep its KV cache, so its chats start faster; ``artifact`` is
+        null without a local model or when nothing is stable yet (you need write)."""
+        user, cube = self._caller.scope(cube_id)
+        made = self._memory.build_activation(cube, user_id=user)
+        return {"cube_id": cube, "artifact": None if made is None else artifact_to_wire(made)}
 
     def _list(self, user: str, cube: str, **filters: object) -> list[MemoryItem]:
         """The cube's items passing ``filters``, oldest first (at most ``MAX_TOP_K``)."""
