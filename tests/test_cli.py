@@ -266,6 +266,19 @@ def test_demo_json_and_rerun_on_a_kept_database(db_path: Path) -> None:
 # -- errors: one line on stderr, non-zero exit, no traceback --------------------------------
 
 
+def test_artifacts_activation_and_adapt_on_a_cube_with_nothing_stable(
+    item: str, db_path: Path, ok: Callable[..., str], ok_json: Callable[..., Any]
+) -> None:
+    # one working turn: nothing in the long tier, so no KV cache and nothing to train
+    assert ok("cubes", "artifacts", "notes", "--user", "alice") == ""
+    assert ok_json("cubes", "artifacts", "notes", "--user", "alice") == []
+    assert "no KV cache" in ok("cubes", "activation", "notes", "--user", "alice")
+    assert "no adapter" in ok("adapt", "notes", "--user", "alice")
+    assert ok_json("adapt", "notes", "--user", "alice") is None
+    refused = invoke("--db", str(db_path), "adapt", "notes", "--user", "bob")
+    assert refused.exit_code == 1 and refused.stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize(
     ("args", "code", "fragment"),
     [

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from memstrata.cli import memories
 from memstrata.cli.app import cli
 from memstrata.cli.bench import bench_group
-from memstrata.cli.cubes import cubes
+from memstrata.cli.cubes import adapt_command, cubes
 from memstrata.cli.demo import demo
 from memstrata.cli.evals import eval_group
 from memstrata.cli.mcp import mcp
@@ -32,8 +32,9 @@ from memstrata.cli.worker import worker
 
 __all__ = ["cli", "main"]
 
-for _command in (users, cubes, *memories.COMMANDS, tasks, demo, eval_group, bench_group, mcp,
-                 export_command, import_command, migrate_command, serve, worker):  # fmt: skip
+for _command in (users, cubes, adapt_command, *memories.COMMANDS, tasks, demo, eval_group,
+                 bench_group, mcp, export_command, import_command, migrate_command, serve,
+                 worker):  # fmt: skip
     cli.add_command(_command)
 
 

@@ -94,8 +94,23 @@ def cubes_activation(memory: MemoryOS, cube_id: str, user_id: str) -> None:
 @with_memory
 def cubes_adapter(memory: MemoryOS, cube_id: str, user_id: str) -> None:
     """Train CUBE_ID's LoRA adapter on its long-tier facts now (needs write and the adapt
-    extra; docs/chat.md, "Parametric memory")."""
-    made = memory.train_adapter(cube_id, user_id=user_id)
+    extra; docs/chat.md, "Parametric memory"); the same as ``memstrata adapt``."""
+    _adapt(memory, cube_id, user_id)
+
+
+@click.command("adapt")
+@click.argument("cube_id")
+@user_option
+@with_memory
+def adapt_command(memory: MemoryOS, cube_id: str, user_id: str) -> None:
+    """Train CUBE_ID's LoRA adapter on its long-tier facts now: parametric memory (needs
+    write and the adapt extra; a bar counts the training batches on a terminal)."""
+    _adapt(memory, cube_id, user_id)
+
+
+def _adapt(memory: MemoryOS, cube_id: str, user_id: str) -> None:
+    with progress_bar(f"training {cube_id}") as progress:
+        made = memory.train_adapter(cube_id, user_id=user_id, progress=progress)
     if made is None:
         emit(None, ["no adapter: the cube has no long-tier facts to learn yet"])
         return

@@ -25,7 +25,7 @@ import random
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -115,9 +115,15 @@ class CausalLM(Closing):
             self._fingerprint = model_fingerprint(self.path)
         return self._fingerprint
 
-    def train(self, pairs: Sequence[QA], settings: LoraSettings) -> Trained:
+    def train(
+        self,
+        pairs: Sequence[QA],
+        settings: LoraSettings,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Trained:
         """A LoRA adapter fitted to ``pairs`` (AdamW, shuffled batches, fixed seed); its
-        safetensors bytes.  ``ConfigurationError`` without the ``adapt`` extra."""
+        safetensors bytes.  ``ConfigurationError`` without the ``adapt`` extra.
+        ``progress(n, total)`` hears of the batches trained."""
         with self._lock:
             base, tokenizer = self._load()
             from peft import get_peft_model_state_dict
@@ -125,7 +131,8 @@ class CausalLM(Closing):
 
             started = time.perf_counter()
             model = _with_lora(base, settings)
-            losses = _fit(model, [_encode(tokenizer, qa) for qa in pairs], tokenizer, settings)
+            examples = [_encode(tokenizer, qa) for qa in pairs]
+            losses = _fit(model, examples, tokenizer, settings, progress)
             state = get_peft_model_state_dict(model, save_embedding_layers=False)
             data = save({k: v.detach().contiguous() for k, v in state.items()})
             return Trained(data, time.perf_counter() - started, losses)
@@ -249,10 +256,15 @@ def _fit(
     examples: list[tuple[list[int], list[int]]],
     tokenizer: Any,
     settings: LoraSettings,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[float, ...]:
-    """Train ``model``'s trainable weights on ``examples``; the mean loss of each epoch."""
+    """Train ``model``'s trainable weights on ``examples``; the mean loss of each epoch.
+    ``progress(n, total)`` hears of the batches done (``memstrata.cli.progress``)."""
     import torch
 
+    batches = -(-len(examples) // settings.batch_size) * settings.epochs
+    if progress is not None:
+        progress(0, batches)
     model.train()
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=settings.learning_rate)
@@ -268,6 +280,8 @@ def _fit(
             optimizer.step()
             optimizer.zero_grad()
             total += float(loss.detach()) * len(batch["input_ids"])
+            if progress is not None:
+                progress(1, batches)
         losses.append(round(total / max(len(examples), 1), 4))
     return tuple(losses)
 

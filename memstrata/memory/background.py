@@ -8,7 +8,7 @@ task, consolidate now, a cube's artifacts and its KV cache built now.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memstrata.errors import TaskNotFound
 from memstrata.limits import MAX_ID_CHARS, MAX_TOP_K, check_text
@@ -123,14 +123,21 @@ class Background:
         self._access.cube(user_id, cube_id, "write")
         return self._parts.activation.build(cube_id)
 
-    def train_adapter(self, cube_id: str, *, user_id: str) -> Artifact | None:
+    def train_adapter(
+        self,
+        cube_id: str,
+        *,
+        user_id: str,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Artifact | None:
         """Train the cube's LoRA adapter on its current long-tier facts and profile now, in this
         thread (``memory.parametric``; minutes on a CPU), and keep it as a ``lora`` artifact;
         returns it (the stored one when nothing changed since), or None when the cube has
         nothing to learn.  The ``train_adapter`` task does the same in the background.
-        ``ConfigurationError`` without the ``adapt`` extra.  Needs ``write``."""
+        ``ConfigurationError`` without the ``adapt`` extra.  Needs ``write``.
+        ``progress(n, total)`` hears of the training batches done."""
         self._access.cube(user_id, cube_id, "write")
-        return self._parts.parametric.train(cube_id)
+        return self._parts.parametric.train(cube_id, progress)
 
     def generate_with_adapter(
         self, cube_id: str, questions: Sequence[str], *, user_id: str, max_tokens: int = 32

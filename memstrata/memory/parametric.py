@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memstrata.filters import Filters
 from memstrata.llm import ChatMessage
@@ -136,9 +136,12 @@ class ParametricMemory:
         found = self.store.list_items(cube_id, Filters(tiers=("long",), types=TYPES))
         return [i for i in found if i.valid_to is None]
 
-    def train(self, cube_id: str) -> Artifact | None:
+    def train(
+        self, cube_id: str, progress: Callable[[int, int], None] | None = None
+    ) -> Artifact | None:
         """The cube's adapter for its items now: found by fingerprint or trained and stored;
-        the cube's other ``lora`` artifacts are deleted.  None when it has nothing to learn."""
+        the cube's other ``lora`` artifacts are deleted.  None when it has nothing to learn.
+        ``progress(n, total)`` hears of the training batches done."""
         items = self.sources(cube_id)
         existing = self.store.artifacts(cube_id, KIND)
         made: Artifact | None = None
@@ -146,7 +149,7 @@ class ParametricMemory:
             wanted = fingerprint(self.model.fingerprint(), items, self.settings)
             made = next((a for a in existing if a.fingerprint == wanted), None)
             if made is None:
-                trained = self.model.train(pairs(items), self.settings)
+                trained = self.model.train(pairs(items), self.settings, progress)
                 made = self.store.put_artifact(
                     cube_id, KIND, wanted, trained.data, self._metadata(items, trained)
                 )
