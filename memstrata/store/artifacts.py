@@ -2,10 +2,10 @@
 beside them, both removed together.
 
 Both engines keep an artifact's bytes in a file under the store's artifact folder
-(``ArchiveStore.artifact_dir``) and its description in the ``artifacts`` table.  ``put``,
-``listed`` and ``delete`` are ``ArchiveStore``'s artifact calls over any ``Database`` (the
-engines differ only in their parameter ``mark``, ``?`` or ``%s``), so an artifact is written,
-read and removed one way only.
+(``ArchiveStore.artifact_dir``) and its description in the ``artifacts`` table.
+``ArtifactRows`` is ``ArchiveStore``'s artifact calls, mixed into both engines' archive class
+(they differ only in their parameter ``MARK``, ``?`` or ``%s``), so an artifact is written, read
+and removed one way only.
 """
 
 from __future__ import annotations
@@ -26,44 +26,73 @@ from memstrata.model import new_id
 from memstrata.store import rows
 
 
-class Database(Protocol):
-    """What the artifact calls need of an engine: its write and read transactions."""
+class Engine(Protocol):
+    """What ``ArtifactRows`` needs of the engine class it is mixed into."""
+
+    #: the engine's parameter mark (``?`` or ``%s``)
+    MARK: str
 
     def transaction(self) -> AbstractContextManager[Any]: ...
 
     def snapshot(self) -> AbstractContextManager[Any]: ...
 
+    def artifact_dir(self, cube_id: str) -> Path: ...
 
-def put(
-    db: Database,
-    mark: str,
-    where: tuple[Path, Path],
-    cube_id: str,
-    kind: str,
-    fingerprint: str,
-    data: bytes,
-    metadata: Mapping[str, Any],
-) -> Artifact:
-    """``ArchiveStore.put_artifact``: the file in ``where[0]`` (the cube's folder), then the row,
-    whose path is relative to ``where[1]`` when inside it; the file goes again if the row fails."""
-    folder, base = where
-    with db.snapshot() as conn:
-        if not conn.execute(f"SELECT 1 FROM cubes WHERE cube_id = {mark}", (cube_id,)).fetchone():
-            raise CubeNotFound(cube_id)
-    artifact_id = new_id()
-    path, sha256, size = write(folder, artifact_id, data)
-    artifact = Artifact(artifact_id, kind, fingerprint, path, sha256, size, dict(metadata))
-    marks = ", ".join([mark] * 9)
-    try:
-        with db.transaction() as conn:
-            conn.execute(
-                f"INSERT INTO artifacts ({rows.ARTIFACT_COLUMNS}, cube_id) VALUES ({marks})",
-                (*rows.artifact_row(artifact, _row_path(path, base)), cube_id),
-            )
-    except BaseException:
-        remove([path])
-        raise
-    return artifact
+    def _artifact_base(self) -> Path: ...
+
+
+class ArtifactRows:
+    """``ArchiveStore``'s artifact calls (see there), mixed into both engines' archive class."""
+
+    def put_artifact(
+        self: Engine,
+        cube_id: str,
+        kind: str,
+        fingerprint: str,
+        data: bytes,
+        metadata: Mapping[str, Any],
+    ) -> Artifact:
+        # The file first (written aside, renamed), then its row; the file goes if the row fails.
+        with self.snapshot() as conn:
+            found = conn.execute(f"SELECT 1 FROM cubes WHERE cube_id = {self.MARK}", (cube_id,))
+            if not found.fetchone():
+                raise CubeNotFound(cube_id)
+        artifact_id = new_id()
+        path, sha256, size = write(self.artifact_dir(cube_id), artifact_id, data)
+        artifact = Artifact(artifact_id, kind, fingerprint, path, sha256, size, dict(metadata))
+        marks = ", ".join([self.MARK] * 9)
+        try:
+            with self.transaction() as conn:
+                conn.execute(
+                    f"INSERT INTO artifacts ({rows.ARTIFACT_COLUMNS}, cube_id) VALUES ({marks})",
+                    (*rows.artifact_row(artifact, _row_path(path, self._artifact_base())), cube_id),
+                )
+        except BaseException:
+            remove([path])
+            raise
+        return artifact
+
+    def artifacts(self: Engine, cube_id: str, kind: str | None = None) -> list[Artifact]:
+        with self.snapshot() as conn:
+            found = of_cube(conn, self.MARK, self._artifact_base(), cube_id)
+        return [a for a in found if kind is None or a.kind == kind]
+
+    def delete_artifacts(self: Engine, cube_id: str, artifact_ids: Sequence[str]) -> int:
+        wanted = set(artifact_ids)
+        with self.snapshot() as conn:
+            found = of_cube(conn, self.MARK, self._artifact_base(), cube_id)
+        doomed = [a for a in found if a.artifact_id in wanted]
+        if not doomed:
+            return 0
+        with self.transaction() as conn:
+            for artifact in doomed:
+                conn.execute(
+                    f"DELETE FROM artifacts WHERE artifact_id = {self.MARK} "
+                    f"AND cube_id = {self.MARK}",
+                    (artifact.artifact_id, cube_id),
+                )
+        remove(a.path for a in doomed)
+        return len(doomed)
 
 
 def of_cube(conn: Any, mark: str, base: Path, cube_id: str) -> list[Artifact]:
@@ -74,28 +103,6 @@ def of_cube(conn: Any, mark: str, base: Path, cube_id: str) -> list[Artifact]:
         (cube_id,),
     )
     return [rows.artifact_from_row(row, base) for row in found]
-
-
-def listed(db: Database, mark: str, base: Path, cube_id: str, kind: str | None) -> list[Artifact]:
-    """``ArchiveStore.artifacts``."""
-    with db.snapshot() as conn:
-        found = of_cube(conn, mark, base, cube_id)
-    return [a for a in found if kind is None or a.kind == kind]
-
-
-def delete(db: Database, mark: str, base: Path, cube_id: str, ids: Sequence[str]) -> int:
-    """``ArchiveStore.delete_artifacts``: the rows, then the files."""
-    doomed = [a for a in listed(db, mark, base, cube_id, None) if a.artifact_id in set(ids)]
-    if not doomed:
-        return 0
-    with db.transaction() as conn:
-        for artifact in doomed:
-            conn.execute(
-                f"DELETE FROM artifacts WHERE artifact_id = {mark} AND cube_id = {mark}",
-                (artifact.artifact_id, cube_id),
-            )
-    remove(a.path for a in doomed)
-    return len(doomed)
 
 
 def _row_path(path: Path, base: Path) -> str:

@@ -25,17 +25,19 @@ from memstrata.errors import (
     MemCubeError,
     StorageError,
 )
-from memstrata.memcube import Artifact, MemCube, Vectors
+from memstrata.memcube import MemCube, Vectors
 from memstrata.model import Event, Version, to_epoch
-from memstrata.store import artifacts as artifact_store
 from memstrata.store import rows
+from memstrata.store.artifacts import ArtifactRows, of_cube
 from memstrata.store.postgres import writes
 from memstrata.store.postgres.connection import PostgresDatabase
 from memstrata.store.postgres.items import SELECT
 
 
-class PostgresArchive(PostgresDatabase):
+class PostgresArchive(PostgresDatabase, ArtifactRows):
     """``ArchiveStore``: whole cubes read and written as ``MemCube`` objects."""
+
+    MARK = "%s"
 
     artifacts_dir: Path | None = None
 
@@ -52,23 +54,6 @@ class PostgresArchive(PostgresDatabase):
         path is ``<artifacts_dir name>/<cube_id>/<file>``, as SQLite's is relative to the
         database file's directory)."""
         return Path.cwd() if self.artifacts_dir is None else self.artifacts_dir.parent
-
-    def put_artifact(
-        self,
-        cube_id: str,
-        kind: str,
-        fingerprint: str,
-        data: bytes,
-        metadata: Mapping[str, Any],
-    ) -> Artifact:
-        where = (self.artifact_dir(cube_id), self._artifact_base())
-        return artifact_store.put(self, "%s", where, cube_id, kind, fingerprint, data, metadata)
-
-    def artifacts(self, cube_id: str, kind: str | None = None) -> list[Artifact]:
-        return artifact_store.listed(self, "%s", self._artifact_base(), cube_id, kind)
-
-    def delete_artifacts(self, cube_id: str, artifact_ids: Sequence[str]) -> int:
-        return artifact_store.delete(self, "%s", self._artifact_base(), cube_id, artifact_ids)
 
     def read_cube(self, cube_id: str) -> MemCube:
         from psycopg.rows import dict_row
@@ -101,7 +86,7 @@ class PostgresArchive(PostgresDatabase):
                 vector_ids=vector_ids,
                 vectors=vectors,
                 events=events,
-                artifacts=artifact_store.of_cube(conn, "%s", self._artifact_base(), cube_id),
+                artifacts=of_cube(conn, self.MARK, self._artifact_base(), cube_id),
             )
 
     def check_free(self, data: MemCube) -> None:

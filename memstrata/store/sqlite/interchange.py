@@ -30,16 +30,18 @@ from memstrata.errors import (
     MemCubeError,
     StorageError,
 )
-from memstrata.memcube import Artifact, MemCube, Vectors
+from memstrata.memcube import MemCube, Vectors
 from memstrata.model import Event, MemoryItem, Version, to_epoch
-from memstrata.store import artifacts as artifact_store
 from memstrata.store import rows
+from memstrata.store.artifacts import ArtifactRows, of_cube
 from memstrata.store.sqlite import writes
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
 
-class SQLiteArchive(SQLiteDatabase):
+class SQLiteArchive(SQLiteDatabase, ArtifactRows):
     """``ArchiveStore``: whole cubes read and written as ``MemCube`` objects."""
+
+    MARK = "?"
 
     def artifact_dir(self, cube_id: str) -> Path:
         """Where the files of ``cube_id``'s imported artifacts go; ``MemCubeError`` for a database
@@ -48,23 +50,6 @@ class SQLiteArchive(SQLiteDatabase):
             raise MemCubeError("artifacts need a database file, not ':memory:'")
         db = Path(self.path)
         return db.parent / f"{db.name}.artifacts" / cube_id
-
-    def put_artifact(
-        self,
-        cube_id: str,
-        kind: str,
-        fingerprint: str,
-        data: bytes,
-        metadata: Mapping[str, Any],
-    ) -> Artifact:
-        where = (self.artifact_dir(cube_id), self._artifact_base())
-        return artifact_store.put(self, "?", where, cube_id, kind, fingerprint, data, metadata)
-
-    def artifacts(self, cube_id: str, kind: str | None = None) -> list[Artifact]:
-        return artifact_store.listed(self, "?", self._artifact_base(), cube_id, kind)
-
-    def delete_artifacts(self, cube_id: str, artifact_ids: Sequence[str]) -> int:
-        return artifact_store.delete(self, "?", self._artifact_base(), cube_id, artifact_ids)
 
     def read_cube(self, cube_id: str) -> MemCube:
         """Every row of ``cube_id`` as a ``MemCube`` (items in id order, events by ``seq``).
@@ -87,7 +72,7 @@ class SQLiteArchive(SQLiteDatabase):
                 vector_ids=vector_ids,
                 vectors=vectors,
                 events=_events(conn, cube_id),
-                artifacts=artifact_store.of_cube(conn, "?", self._artifact_base(), cube_id),
+                artifacts=of_cube(conn, self.MARK, self._artifact_base(), cube_id),
             )
 
     def check_free(self, data: MemCube) -> None:
