@@ -9,7 +9,7 @@ concern (``memory.delegate.Delegate``), all parts sharing one ``Transport``:
                        rollback, erase, audit
 ``client.reading``     search, context, chat, chat_stream, get_profile, get_preferences
 ``client.service``     tasks, retry_task, wait, configure, metrics, health, MemCube export and
-                       import
+                       import, artifacts, build_activation, queue_adapter
 =====================  ========================================================================
 """
 
@@ -106,3 +106,6 @@ class Client:
     health = Delegate("_service", Service.health)
     export = Delegate("_service", Service.export)
     import_cube = Delegate("_service", Service.import_cube)
+    artifacts = Delegate("_service", Service.artifacts)
+    build_activation = Delegate("_service", Service.build_activation)
+    queue_adapter = Delegate("_service", Service.queue_adapter)

@@ -86,6 +86,12 @@ class Service:
         found = self._http.json("POST", f"/mem_cubes/{path_segment(cube_id)}/activation")
         return None if found is None else dict(found)
 
+    def queue_adapter(self, cube_id: str) -> Task:
+        """``MemoryOS.queue_adapter`` on the server: the ``train_adapter`` task of the cube (its
+        adapter shows in ``artifacts`` once the task is done)."""
+        where = f"/mem_cubes/{path_segment(cube_id)}/adapter"
+        return load_as(Task, self._http.json("POST", where))
+
     def export(self, cube_id: str, path: str | os.PathLike[str], *, artifacts: bool = True) -> Path:
         """Download cube ``cube_id`` as a MemCube ``.tar.gz`` at ``path`` (a new file; needs admin;
         without ``artifacts``, leaving out its KV caches and adapters).

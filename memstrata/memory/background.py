@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from memstrata.errors import TaskNotFound
+from memstrata.errors import StorageError, TaskNotFound
 from memstrata.limits import MAX_ID_CHARS, MAX_TOP_K, check_text
 from memstrata.memcube import Artifact
 from memstrata.memory.access import check_int
@@ -138,6 +138,16 @@ class Background:
         ``progress(n, total)`` hears of the training batches done."""
         self._access.cube(user_id, cube_id, "write")
         return self._parts.parametric.train(cube_id, progress)
+
+    def queue_adapter(self, cube_id: str, *, user_id: str) -> Task:
+        """Queue the ``train_adapter`` task for the cube (deduplicated: a training already
+        waiting is the one returned) and return it; surfaces that must answer at once (REST)
+        use this, ``train_adapter`` trains in the caller's thread.  Needs ``write``."""
+        self._access.cube(user_id, cube_id, "write")
+        task = self._parts.scheduler.queue.get(self._parts.parametric.queue(cube_id))
+        if task is None:  # tasks are kept once done: only a queue emptied meanwhile gets here
+            raise StorageError(f"the train_adapter task of cube {cube_id!r} is gone")
+        return task
 
     def generate_with_adapter(
         self, cube_id: str, questions: Sequence[str], *, user_id: str, max_tokens: int = 32

@@ -44,6 +44,9 @@ KIND = "lora"
 FORMAT = "memstrata-lora/1"
 #: Long-tier types an adapter learns.
 TYPES = ("fact", "profile", "preference", "knowledge")
+#: The most items an adapter learns (the newest): training time grows with them (about 5 s of
+#: CPU per item here), and anyone who may write a cube may ask for it.
+MAX_ITEMS = 500
 
 _NAME = r"(?P<s>[A-Z][\w-]*(?: [A-Z][\w-]*)?)"
 #: (pattern over an item's text, question made from its groups): the first match wins.
@@ -131,10 +134,12 @@ class ParametricMemory:
         return self._model
 
     def sources(self, cube_id: str) -> list[MemoryItem]:
-        """The items an adapter of ``cube_id`` learns now: current long-tier ``TYPES``, oldest
-        first."""
-        found = self.store.list_items(cube_id, Filters(tiers=("long",), types=TYPES))
-        return [i for i in found if i.valid_to is None]
+        """The items an adapter of ``cube_id`` learns now: the newest ``MAX_ITEMS`` current
+        long-tier ``TYPES``, oldest first."""
+        newest = self.store.list_items(
+            cube_id, Filters(tiers=("long",), types=TYPES), descending=True, limit=4 * MAX_ITEMS
+        )
+        return [i for i in newest if i.valid_to is None][:MAX_ITEMS][::-1]
 
     def train(
         self, cube_id: str, progress: Callable[[int, int], None] | None = None
@@ -178,9 +183,9 @@ class ParametricMemory:
         adapter = None if artifact is None else artifact.path.read_bytes()
         return self.model.chat(messages, adapter, self.settings, max_tokens=max_tokens)
 
-    def queue(self, cube_id: str) -> None:
-        """Queue the cube's training in the background (deduplicated)."""
-        self.scheduler.submit(
+    def queue(self, cube_id: str) -> str:
+        """Queue the cube's training in the background (deduplicated); the task's id."""
+        return self.scheduler.submit(
             "train_adapter", {}, cube_id=cube_id, dedupe_key=f"train_adapter:{cube_id}"
         )
 

@@ -231,5 +231,6 @@ class MemoryOS(Closing):
     consolidate = Delegate("_background", Background.consolidate)
     artifacts = Delegate("_background", Background.artifacts)
     build_activation = Delegate("_background", Background.build_activation)
+    queue_adapter = Delegate("_background", Background.queue_adapter)
     train_adapter = Delegate("_background", Background.train_adapter)
     generate_with_adapter = Delegate("_background", Background.generate_with_adapter)

@@ -21,6 +21,7 @@ from memstrata.embed import fingerprint
 from memstrata.errors import CubeNotFound, PermissionDenied
 from memstrata.llm.adapter import NEEDS, QA
 from memstrata.memcube import Artifact
+from memstrata.memory import parametric
 from memstrata.memory.parametric import FORMAT, KIND, pairs
 from memstrata.model import MemoryItem
 
@@ -111,6 +112,16 @@ def cube(mos: MemoryOS) -> str:
     vectors = mos.embedder.embed_passages([i.text for i in items])
     mos.store.add_items(items, vectors, fingerprint(mos.embedder))
     return cube_id
+
+
+def test_an_adapter_learns_at_most_the_newest_items(
+    mos: MemoryOS, cube: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    everything = mos._parts.parametric.sources(cube)
+    assert len(everything) == len(FACTS) + 1
+    monkeypatch.setattr(parametric, "MAX_ITEMS", 2)
+    newest = sorted(everything, key=lambda i: (i.event_time, i.id))[-2:]
+    assert [i.id for i in mos._parts.parametric.sources(cube)] == [i.id for i in newest]
 
 
 QUESTIONS = ["What is Ann's job?", "Where does Ann live?"]

@@ -529,6 +529,22 @@ def test_tasks_and_wait(user: Client) -> None:
     assert user.tasks(limit=1)[0].cube_id == _cube(user)
 
 
+def test_artifacts_activation_and_adapter_over_http(
+    user: Client, new_user: Callable[..., Account], connect: Callable[[str | None], Client]
+) -> None:
+    cube = user.create_cube("artifacts").cube_id  # nothing stable, nothing to learn
+    assert user.artifacts(cube) == []
+    assert user.build_activation(cube) is None  # and no local chat model on this server
+    task = user.queue_adapter(cube)
+    assert isinstance(task, Task) and (task.kind, task.cube_id) == ("train_adapter", cube)
+    assert user.wait(cube, timeout=60)
+    assert user.tasks(cube_id=cube, status="failed") == [] and user.artifacts(cube) == []
+    other = connect(new_user("nosy").key)
+    for call in (other.artifacts, other.build_activation, other.queue_adapter):
+        with pytest.raises((PermissionDenied, NotFoundError)):
+            call(cube)
+
+
 def test_configure_is_for_admins(admin_client: Client, user: Client) -> None:
     settings = admin_client.configure()
     assert settings["rrf_k"] == admin_client.configure(rrf_k=settings["rrf_k"])["rrf_k"]

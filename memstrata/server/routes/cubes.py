@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import Response
 
 from memstrata.model import Cube, Grant
+from memstrata.scheduler import Task
 from memstrata.server.auth import Caller, Memory
 from memstrata.server.routes import make_router
 from memstrata.server.schemas import ArtifactOut, CubeDeleted, CubeIn, ShareIn
@@ -77,11 +78,11 @@ def build_activation(cube_id: str, memory: Memory, user: Caller) -> ArtifactOut 
 
 @router.post(
     "/mem_cubes/{cube_id}/adapter",
-    summary="Train the cube's LoRA adapter on its long-tier facts now (needs write)",
+    status_code=202,
+    summary="Queue the training of the cube's LoRA adapter (needs write)",
 )
-def train_adapter(cube_id: str, memory: Memory, user: Caller) -> ArtifactOut | None:
-    """The cube's adapter for its current facts, trained if missing (minutes on a CPU: the
-    request waits); null when the cube has nothing to learn.  Needs the ``adapt`` extra on the
-    server (a ``ConfigurationError`` without it)."""
-    made = memory.train_adapter(cube_id, user_id=user.user_id)
-    return None if made is None else ArtifactOut.of(made)
+def train_adapter(cube_id: str, memory: Memory, user: Caller) -> Task:
+    """The ``train_adapter`` task (one per cube: a training already waiting is the one
+    returned); the adapter appears in ``/mem_cubes/{cube_id}/artifacts`` when it is done.
+    Training takes minutes of CPU and needs the ``adapt`` extra on the workers."""
+    return memory.queue_adapter(cube_id, user_id=user.user_id)
