@@ -120,22 +120,33 @@ class ActivationMemory:
         return stable_context(self.store, cube_id, self.budget_tokens)
 
     def lookup(self, cube_id: str, stable: Stable) -> tuple[Artifact, Activation] | None:
-        """The artifact made from ``stable`` exactly, and its state; None (and a rebuild queued)
-        when there is none."""
+        """The artifact made from ``stable`` exactly, and its state; None when there is none
+        (a rebuild is queued; run inline, it is built here and used at once)."""
         if self.llm is None or not stable.text:
             return None
         wanted = fingerprint(self.llm.fingerprint(), stable)
+        found = self._find(cube_id, wanted)
+        if found is None:
+            self.queue(cube_id)
+            if self.scheduler.inline:  # the task has just run in this thread
+                found = self._find(cube_id, wanted)
+        return found
+
+    def _find(self, cube_id: str, wanted: str) -> tuple[Artifact, Activation] | None:
+        """The cube's artifact of fingerprint ``wanted`` and its state; a damaged one is
+        deleted (so that the rebuild makes it again) and None returned."""
         for artifact in self.store.artifacts(cube_id, KIND):
-            if artifact.fingerprint == wanted:
-                if self._last is not None and self._last[0] == artifact.artifact_id:
-                    return artifact, self._last[1]
-                try:
-                    state = read_state(artifact)
-                except (OSError, StorageError):
-                    break  # missing or damaged: rebuilt below, used by a later chat
-                self._last = (artifact.artifact_id, state)
-                return artifact, state
-        self.queue(cube_id)
+            if artifact.fingerprint != wanted:
+                continue
+            if self._last is not None and self._last[0] == artifact.artifact_id:
+                return artifact, self._last[1]
+            try:
+                state = read_state(artifact)
+            except (OSError, StorageError):
+                self.store.delete_artifacts(cube_id, [artifact.artifact_id])
+                return None
+            self._last = (artifact.artifact_id, state)
+            return artifact, state
         return None
 
     def queue(self, cube_id: str) -> None:

@@ -103,6 +103,16 @@ def test_chat_uses_the_current_cache_and_never_a_stale_one(mos: MemoryOS, cube: 
     assert [fact.id, 2] in rebuilt.metadata["sources"]
 
 
+def test_a_damaged_cache_is_made_again_and_used(mos: MemoryOS, cube: str) -> None:
+    built = mos.build_activation(cube, user_id="ann")
+    assert built is not None
+    built.path.write_bytes(b"not a state")  # a disk fault, a bad copy
+    reply = mos.chat("Where do I work?", user_id="ann", cube_id=cube)
+    (remade,) = mos.artifacts(cube, user_id="ann")  # rebuilt inline (workers=0), then used
+    assert remade.artifact_id != built.artifact_id and reply.activation == remade.artifact_id
+    assert remade.fingerprint == built.fingerprint and not built.path.exists()
+
+
 def test_erasure_and_deletion_take_the_cache_with_them(mos: MemoryOS, cube: str) -> None:
     built = mos.build_activation(cube, user_id="ann")
     assert built is not None and built.path.exists()
