@@ -19,7 +19,6 @@ two threads ran this model ~15× slower than one, measured here).
 from __future__ import annotations
 
 import copy
-import hashlib
 import importlib.util
 import random
 import threading
@@ -32,7 +31,7 @@ from typing import Any
 
 from memstrata.closing import Closing
 from memstrata.errors import ConfigurationError
-from memstrata.llm.local import default_model_path
+from memstrata.llm.local import default_model_path, model_sha256
 
 INSTALL = "pip install 'memstrata[adapt]'"
 #: The modules of the extra: every one must be importable.
@@ -83,18 +82,6 @@ def missing() -> list[str]:
     return [name for name in NEEDS if importlib.util.find_spec(name) is None]
 
 
-def model_fingerprint(path: Path) -> str:
-    """The sha256 of the base model: its GGUF file, or every file of its folder (by name)."""
-    digest = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    for file in files:
-        digest.update(file.relative_to(path.parent if path.is_file() else path).as_posix().encode())
-        with file.open("rb") as stream:
-            while chunk := stream.read(1 << 20):
-                digest.update(chunk)
-    return digest.hexdigest()
-
-
 class CausalLM(Closing):
     """A causal LM in process, loaded on first use (see the module docstring)."""
 
@@ -110,9 +97,9 @@ class CausalLM(Closing):
         self._fingerprint: str | None = None
 
     def fingerprint(self) -> str:
-        """The base model's sha256 (``model_fingerprint``), computed once."""
+        """The base model's sha256 (``llm.local.model_sha256``), computed once."""
         if self._fingerprint is None:
-            self._fingerprint = model_fingerprint(self.path)
+            self._fingerprint = model_sha256(self.path)
         return self._fingerprint
 
     def train(

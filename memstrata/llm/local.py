@@ -17,6 +17,7 @@ the model file's sha256, the context length and the llama-cpp-python version (th
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import importlib.util
 import threading
@@ -49,6 +50,24 @@ def default_model_path() -> Path:
             hint=f"set llm_model_path, or {_INSTALL}",
         )
     return sorted(found)[0]
+
+
+def model_sha256(path: Path) -> str:
+    """The sha256 of a model: its GGUF file, or every file of its folder (by name).  Remembered
+    per file state, since hashing a model takes a while and several parts ask for it."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return _sha256(path, tuple((f, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+
+
+@functools.lru_cache(maxsize=8)
+def _sha256(path: Path, files: tuple[tuple[Path, int, int], ...]) -> str:
+    digest = hashlib.sha256()
+    for file, _, _ in files:
+        digest.update(file.relative_to(path.parent if path.is_file() else path).as_posix().encode())
+        with file.open("rb") as stream:
+            while chunk := stream.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -129,14 +148,9 @@ class LocalChat(Closing):
         if self._fingerprint is None:
             import llama_cpp
 
-            digest = hashlib.sha256()
-            with self.path.open("rb") as file:
-                for block in iter(lambda: file.read(1 << 20), b""):
-                    digest.update(block)
             version = getattr(llama_cpp, "__version__", "?")
-            self._fingerprint = (
-                f"{digest.hexdigest()}/ctx{CONTEXT_TOKENS}/llama-cpp-python {version}"
-            )
+            digest = model_sha256(self.path)
+            self._fingerprint = f"{digest}/ctx{CONTEXT_TOKENS}/llama-cpp-python {version}"
         return self._fingerprint
 
     def prefill(self, messages: Sequence[ChatMessage]) -> Activation:
