@@ -33,6 +33,7 @@ from memstrata.errors import MemCubeError, StorageError
 from memstrata.filters import Filters
 from memstrata.llm.local import Activation, LocalChat
 from memstrata.memcube import Artifact
+from memstrata.memory import artifacts
 from memstrata.model import MemoryItem
 from memstrata.retrieval.pack import profile_line, render
 from memstrata.retrieval.prompt import prefill_messages, stable_prefix
@@ -94,7 +95,7 @@ def fingerprint(model: str, stable: Stable) -> str:
 
 
 class ActivationMemory:
-    """Builds, finds and forgets a cube's ``kv_cache`` artifact; registers the ``activation``
+    """Builds and finds a cube's ``kv_cache`` artifact; registers the ``activation``
     task on ``scheduler``."""
 
     def __init__(self, store: Store, scheduler: Scheduler, llm: object, budget_tokens: int) -> None:
@@ -182,17 +183,8 @@ class ActivationMemory:
                 made = self.store.put_artifact(
                     cube_id, KIND, wanted, encode(header, activation.state), metadata
                 )
-        stale = [
-            a.artifact_id for a in existing if made is None or a.artifact_id != made.artifact_id
-        ]
-        self.store.delete_artifacts(cube_id, stale)
+        artifacts.keep_only(self.store, cube_id, existing, made)
         return made
-
-    def forget(self, cube_ids: list[str]) -> None:
-        """Delete the ``kv_cache`` artifacts of these cubes (after an erasure in them)."""
-        for cube_id in cube_ids:
-            doomed = [a.artifact_id for a in self.store.artifacts(cube_id, KIND)]
-            self.store.delete_artifacts(cube_id, doomed)
 
     def _task(self, task: Task) -> None:
         """Task ``activation``: ``build`` for the task's cube (nothing for a cube gone)."""

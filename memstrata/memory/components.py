@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from memstrata.config import Settings
 from memstrata.embed import Embedder
 from memstrata.llm import LLM
+from memstrata.memory import artifacts
 from memstrata.memory.access import Access
 from memstrata.memory.activation import ActivationMemory
 from memstrata.memory.indexing import IndexTasks
@@ -53,8 +54,7 @@ class Components:
     def forget(self, cube_ids: list[str]) -> None:
         """Delete what was computed from these cubes' items (KV caches, adapters): called after
         an erasure in them."""
-        self.activation.forget(cube_ids)
-        self.parametric.forget(cube_ids)
+        artifacts.forget(self.store, cube_ids)
 
     def share_settings(self, changes: dict[str, float]) -> Settings:
         """Apply runtime ``changes`` here and record them for every process on the database."""

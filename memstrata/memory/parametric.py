@@ -20,8 +20,9 @@ nurse in Berlin." → "What is Ann's job?"), else the general "What do you know 
 subject is ``metadata["subject"]`` or the text's leading capitalised name; an item without one
 is asked "What do you remember?"), and the answer is always the item's text.
 
-**Erasure**: erasing anything in a cube deletes its ``lora`` artifacts (``forget``): an adapter
-trained on erased words is erased too, as its KV cache is; deleting the cube deletes its files.
+**Erasure**: erasing anything in a cube deletes its artifacts, ``lora`` ones included
+(``memory.artifacts.forget``): an adapter trained on erased words is erased too, as its KV cache
+is; deleting the cube deletes its files.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from memstrata.filters import Filters
 from memstrata.llm import ChatMessage
 from memstrata.llm.adapter import QA, CausalLM, LoraSettings, Trained
 from memstrata.memcube import Artifact
+from memstrata.memory import artifacts
 from memstrata.model import MemoryItem
 from memstrata.scheduler import Scheduler, Task
 from memstrata.store.base import Store
@@ -109,7 +111,7 @@ def fingerprint(base: str, items: Sequence[MemoryItem], settings: LoraSettings) 
 
 
 class ParametricMemory:
-    """Trains, finds and forgets a cube's ``lora`` artifact; registers the ``train_adapter``
+    """Trains and finds a cube's ``lora`` artifact; registers the ``train_adapter``
     task on ``scheduler``.  The base model is loaded on the first training or answer."""
 
     def __init__(
@@ -158,10 +160,7 @@ class ParametricMemory:
                 made = self.store.put_artifact(
                     cube_id, KIND, wanted, trained.data, self._metadata(items, trained)
                 )
-        stale = [
-            a.artifact_id for a in existing if made is None or a.artifact_id != made.artifact_id
-        ]
-        self.store.delete_artifacts(cube_id, stale)
+        artifacts.keep_only(self.store, cube_id, existing, made)
         return made
 
     def current(self, cube_id: str) -> Artifact | None:
@@ -188,12 +187,6 @@ class ParametricMemory:
         return self.scheduler.submit(
             "train_adapter", {}, cube_id=cube_id, dedupe_key=f"train_adapter:{cube_id}"
         )
-
-    def forget(self, cube_ids: list[str]) -> None:
-        """Delete the ``lora`` artifacts of these cubes (after an erasure in them)."""
-        for cube_id in cube_ids:
-            doomed = [a.artifact_id for a in self.store.artifacts(cube_id, KIND)]
-            self.store.delete_artifacts(cube_id, doomed)
 
     def close(self) -> None:
         """Drop the loaded base model."""
