@@ -47,6 +47,16 @@ _INTENSIFIER = re.compile(
 #: than chatter.)
 MIN_CONTENT_WORDS = 1
 _ONLY_A_NAME = re.compile(r"[A-Z][\w'-]*[\s,!.…]*")
+#: How a reaction to what the other speaker said opens ("That's a great pic!", "Sounds like a
+#: blast!", "It must have been awesome."): with at most ``REACTION_CONTENT_WORDS`` content
+#: words after it, the sentence judges, it does not tell.  On LoCoMo dev such sentences yielded
+#: their turn's reference observation 2 % of the time (203 sentences), notes overall 21 %.
+_REACTION_OPENING = re.compile(
+    r"^(?:that|this|it|they|those|these)(?:'s|'re|'ll|\s+(?:is|are|was|were|must|sounds?|"
+    r"looks?|seems?|will))\b|^(?:sounds|looks|seems|must|what\s+an?|how)\b",
+    re.I,
+)
+REACTION_CONTENT_WORDS = 1
 _VOCATIVE_END = re.compile(r",\s*[A-Z][a-z]+\s*([!.…]*)$")
 #: Words that never carry a claim on their own: a sentence of only these is a reaction.
 _REACTION_WORDS = frozenset(
@@ -167,17 +177,23 @@ def absolute(phrase: str, when: datetime) -> str:
     return str(when.year + step)
 
 
-def is_chatter(sentence: str) -> bool:
+def is_chatter(sentence: str, names: tuple[str, ...] = ()) -> bool:
     """A question, greeting, thanks, or a reaction: no claim in it, or too few words to hold
-    one (fewer than ``MIN_CONTENT_WORDS`` content words)."""
+    one (fewer than ``MIN_CONTENT_WORDS`` content words; ``names``, the people speaking, are
+    not content: "Awesome, Mel!" is a reaction)."""
     if sentence.rstrip().endswith("?"):
         return True
     # "Hey Mel, I went hiking" holds a claim after its greeting; "Hey Mel!" does not.
     rest = _INTERJECTION.sub("", sentence)
     if _GREETING.match(rest) or _ONLY_A_NAME.fullmatch(rest):
         return True
-    words = re.findall(r"[\w']+", sentence.lower())
-    content = [w for w in words if w not in _REACTION_WORDS and w not in STOPWORDS and len(w) > 2]
+    # "…, Mel!" addresses someone (tidy drops it): not a word of the claim.
+    words = re.findall(r"[\w']+", _VOCATIVE_END.sub(lambda m: m.group(1), rest).lower())
+    called = {n.lower() for n in names}
+    content = [w for w in words if w not in _REACTION_WORDS and w not in STOPWORDS
+               and len(w) > 2 and w not in called]  # fmt: skip
+    if _REACTION_OPENING.match(rest.lstrip("\"' ")):
+        return len(content) <= REACTION_CONTENT_WORDS
     return len(content) < MIN_CONTENT_WORDS
 
 
@@ -232,10 +248,11 @@ def dated(sentence: str, when: datetime | None) -> str:
     return _RELATIVE.sub(lambda m: f"{m.group(0)} ({absolute(m.group(0), when)})", sentence)
 
 
-def candidates(text: str) -> Iterator[str]:
-    """The sentences of a turn that are not chatter (captions left out)."""
+def candidates(text: str, names: tuple[str, ...] = ()) -> Iterator[str]:
+    """The sentences of a turn that are not chatter (captions left out); ``names``: the
+    people speaking (see ``is_chatter``)."""
     for sentence in sentences(_CAPTION.sub(" ", text)):
-        if not is_chatter(sentence):
+        if not is_chatter(sentence, names):
             yield sentence
 
 

@@ -95,8 +95,10 @@ class OfflineReader:
         for page in pages:
             if page.role == "assistant":
                 continue  # what the assistant commits to is knowledge (reader.rules)
-            for sentence in notes.candidates(page.text):
-                note = notes.write(sentence, _who(page), listeners.get(page.id), page.event_time)
+            who, listener = _who(page), listeners.get(page.id)
+            names = (who, listener) if listener else (who,)
+            for sentence in notes.candidates(page.text, names):
+                note = notes.write(sentence, who, listener, page.event_time)
                 if note is not None:
                     written.append((page, sentence, note))
         return written

@@ -50,13 +50,44 @@ _NEGATIVE = ("hate", "dislike", "can't stand", "cannot stand", "don't like", "do
 _COMMITMENT = re.compile(
     r"\b(?:I'll|I will|I can|remember|note that|I recommend|I suggest)\b", re.I
 )
-# Interests: an activity the speaker does or loves, as its gerund ("went hiking", "my pottery
-# class" is left to facts): after a verb of doing or liking, or before a word of practice.
+# Interests: an activity the speaker does or loves.  A gerund after a verb of doing or liking
+# ("went hiking", "I love painting") only when it is a pastime (``_PASTIMES``: "started
+# transitioning" and "been caring" are not interests); any gerund before a word of practice
+# ("a hiking trip", "my painting class"); a game or an instrument played; a pastime one is
+# "into" or has "taken up".
 _ACTIVITY = re.compile(
     r"\b(?:go|goes|going|went|gone|love|loves|enjoy|enjoys|like|likes|started|start|tried|"
-    r"try|took up|taking up|into|practice|practise|been|do|did|doing) ([a-z]+ing)\b"
-    r"|\b([a-z]+ing) (?:trips?|trails?|class(?:es)?|clubs?|groups?|sessions?|lessons?|boots|"
+    r"try|took up|taking up|into|practice|practise|been|do|did|doing) ([a-z]+ing)\b",
+    re.I,
+)
+_PRACTICE = re.compile(
+    r"\b([a-z]+ing) (?:trips?|trails?|class(?:es)?|clubs?|groups?|sessions?|lessons?|boots|"
     r"gear|buddies|buddy|team)\b",
+    re.I,
+)
+_PASTIMES = frozenset(
+    """hiking swimming running jogging camping painting drawing sketching reading writing
+    journaling blogging cooking baking grilling dancing singing gardening fishing hunting
+    surfing skiing snowboarding skating skateboarding cycling biking climbing bouldering
+    kayaking canoeing sailing rowing paddleboarding snorkeling snorkelling diving knitting
+    sewing crocheting quilting scrapbooking crafting woodworking sculpting volunteering
+    traveling travelling backpacking trekking mountaineering birdwatching stargazing
+    meditating gaming bowling golfing boxing wrestling fencing shooting horseriding riding
+    walking rollerblading weightlifting lifting acting drumming composing photographing
+    coding programming collecting foraging beekeeping skydiving exploring""".split()
+)
+_GAME_OR_INSTRUMENT = (
+    r"guitar|piano|violin|cello|drums|flute|saxophone|trumpet|ukulele|harp|bass|keyboard|"
+    r"basketball|football|soccer|tennis|volleyball|baseball|hockey|golf|chess|badminton|"
+    r"rugby|cricket|softball|pickleball|squash|table tennis|ping pong|video games|board games"
+)
+_PLAYS = re.compile(
+    rf"\b(?:play|plays|playing|played) (?:the |some |a lot of )?({_GAME_OR_INSTRUMENT})\b", re.I
+)
+_NOUN_PASTIME = re.compile(
+    r"\b(?:into|took up|taken up|taking up|practice|practise|love|enjoy) "
+    r"(pottery|yoga|photography|pilates|karate|judo|taekwondo|origami|calligraphy|"
+    r"astronomy|archery|ballet|salsa|tango|poetry|music|art)\b",
     re.I,
 )
 _NOT_ACTIVITIES = frozenset(
@@ -65,6 +96,16 @@ _NOT_ACTIVITIES = frozenset(
     bring king ring spring sing wedding building meeting learning planning hoping waiting
     wondering considering taking using helping starting coming leaving telling asking
     talking chatting""".split()
+)
+# Family without a name ("my husband and kids"): who the speaker lives among.
+_FAMILY = re.compile(
+    r"\b[Mm]y (husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?|kids|children|son|sons|"
+    r"daughter|daughters|baby|parents|grandkids|grandchildren)\b"
+)
+# Goals and plans, in the speaker's words: "I'm planning to …", "my goal is to …".
+_PLAN = re.compile(
+    r"\b(?:I(?:'m| am) (?:planning|hoping|going|aiming) to|I plan to|I hope to|I want to|"
+    rf"[Mm]y (?:goal|dream|plan) is to) ([\w' -]+?){_END}"
 )
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|me|we|our)\b")
 
@@ -76,7 +117,13 @@ _TEMPLATES = {
     "from": "{s} is from {v}",
     "job": "{s} works as {a} {v}",
     "employer": "{s} works at {v}",
+    "family": "{s} has {a} {v}",
+    "plan": "{s} plans to {v}",
 }
+#: Family words that take no article ("Mel has kids").
+_PLURAL_FAMILY = frozenset(
+    {"kids", "children", "sons", "daughters", "parents", "grandkids", "grandchildren"}
+)
 
 
 def read_page(page: MemoryItem) -> list[Finding]:
@@ -111,12 +158,24 @@ def _profile(sentence: str, subject: str, page: MemoryItem) -> list[Finding]:
     matches += [(f"favourite_{m.group(1).replace(' ', '_')}", m.group(2))
                 for m in _FAVOURITE.finditer(sentence)]  # fmt: skip
     if _FIRST_PERSON.search(sentence):
-        activities = {a.lower() for m in _ACTIVITY.finditer(sentence) for a in m.groups() if a}
+        activities = {m.group(1).lower() for m in _ACTIVITY.finditer(sentence)} & _PASTIMES
+        activities |= {m.group(1).lower() for m in _PRACTICE.finditer(sentence)}
+        activities |= {m.group(1).lower() for rx in (_PLAYS, _NOUN_PASTIME)
+                       for m in rx.finditer(sentence)}  # fmt: skip
         matches += [("interest", a) for a in sorted(activities - _NOT_ACTIVITIES)]
+        matches += [("family", m.group(1).lower()) for m in _FAMILY.finditer(sentence)]
+    if not SECOND_PERSON.search(sentence):  # "I want to see you" is not a plan of one's own
+        for m in _PLAN.finditer(sentence):
+            plan = third_person(m.group(1), subject)
+            if len(plan.split()) >= 2:  # "I hope to." / "I want to go" say too little
+                matches.append(("plan", plan[:1].lower() + plan[1:]))
     for key, value in matches:
         value = value.strip(" '")
+        article = "an" if value[:1] in "aeiou" else "a"
         template = _TEMPLATES.get(key, "{s}'s " + key.replace("_", " ") + " is {v}")
-        text = template.format(s=subject, v=value, a="an" if value[:1] in "aeiou" else "a")
+        if key == "family" and value in _PLURAL_FAMILY:
+            template = "{s} has {v}"
+        text = template.format(s=subject, v=value, a=article)
         found.append(_finding("profile", text, subject, page, 0.8, key=key, value=value))
     return found
 
@@ -132,6 +191,7 @@ def _object(text: str) -> str:
     return _TRAILING.sub("", text.strip()).strip()
 
 
+_CONTENT = re.compile(r"\b(?!(?:to|the|a|an|it|that|this|them|so|too|more)\b)[a-z]{3,}", re.I)
 _NOT_A_THING = re.compile(
     r"^(?:that|how|when|what|it|this|you|to see|to hear)\b|\b(?:you|your|me|my)\b", re.I
 )
@@ -141,8 +201,9 @@ def _preferences(sentence: str, subject: str, page: MemoryItem) -> list[Finding]
     found = []
     for m in _LIKE.finditer(sentence):
         verb, thing = m.group(1), _object(m.group(2))
-        if _NOT_A_THING.search(thing):
-            continue  # "I love that you came", "I like how it…": a clause about someone, not a taste
+        if _NOT_A_THING.search(thing) or not _CONTENT.search(thing):
+            continue  # "I love that you came", "I like how it…": a clause about someone, not a
+            # taste; "I'd love to.": no thing at all
         polarity = -1 if verb in _NEGATIVE else 1
         text = f"{subject} {'dislikes' if polarity < 0 else 'likes'} {thing}"
         found.append(_finding("preference", text, subject, page, 0.8, key=thing.lower(),

@@ -9,8 +9,9 @@ are ("Melanie painted a lake sunrise last year").  A logistic regression decides
   (``vectors`` model; otherwise the ``words`` model, cheap features only, is used).
 
 The weights are data (``worthiness.json`` beside this module), fitted on the development split
-of LoCoMo by ``memstrata eval fit-facts`` (labels: whether a note matches one of LoCoMo's own
-reference observations); the file records how, from what, and the cross-validated figures.
+of LoCoMo by ``memstrata eval fit-facts`` (labels: how well a note matches LoCoMo's own reference
+observations, ``eval.facts.fit_models``); the file records how, from what, and the
+cross-validated figures.
 Fitting is here too (``fit``: L2-regularised logistic regression by Newton's method, numpy
 only), so the model is reproducible without another dependency.
 """
@@ -132,10 +133,11 @@ def load(path: Path) -> Worthiness:
 
 
 def fit(
-    features: npt.NDArray[np.float64], labels: npt.NDArray[np.bool_], l2: float = 50.0
+    features: npt.NDArray[np.float64], labels: npt.NDArray[np.floating], l2: float = 50.0
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64], float]:
     """Mean, scale, coefficients and intercept of an L2-regularised logistic regression
-    (the intercept is not penalised), by Newton's method on standardised features."""
+    (the intercept is not penalised), by Newton's method on standardised features.
+    ``labels`` are targets in [0, 1]: booleans, or soft labels (cross-entropy either way)."""
     mean = features.mean(axis=0)
     scale = features.std(axis=0)
     scale[scale == 0] = 1.0

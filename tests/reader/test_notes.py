@@ -16,10 +16,25 @@ MAY_8 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)  # a Monday
 @pytest.mark.parametrize(
     "sentence",
     ["Hey Mel!", "Good to see you!", "Wow, that's so cool!", "What happened next?",
-     "Thanks, Caroline!", "That sounds amazing!"],
+     "Thanks, Caroline!", "That sounds amazing!", "That's a great pic!", "Sounds like a blast!",
+     "It must have been awesome.", "Awesome, Mel!", "How cool!", "They're amazing."],
 )  # fmt: skip
 def test_chatter_is_not_a_note(sentence: str) -> None:
     assert list(notes.candidates(sentence)) == []
+
+
+def test_the_speakers_names_are_not_what_a_sentence_tells() -> None:
+    assert list(notes.candidates("Melanie, wow!", ("Caroline", "Melanie"))) == []
+    assert list(notes.candidates("Melanie, wow!")) == ["Melanie, wow!"]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    ["That's awesome news about the fashion internship.", "It was a transgender poetry reading.",
+     "It is my favorite book.", "I went hiking, Mel!"],
+)  # fmt: skip
+def test_a_reaction_that_tells_something_is_kept(sentence: str) -> None:
+    assert list(notes.candidates(sentence)) == [sentence]
 
 
 def test_a_note_names_the_speaker_and_the_listener() -> None:

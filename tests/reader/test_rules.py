@@ -57,3 +57,38 @@ def test_keywords_and_summaries() -> None:
     assert keywords("We hiked the alpine trail; the trail was steep!")[0] == "trail"
     text = summarise(["First one. More.", "Second.", "Third.", "Fourth.", "Fifth.", "Sixth."])
     assert text == "First one. / Second. / Fifth. / Sixth."
+
+
+def _profile(text: str) -> set[tuple[str | None, str | None]]:
+    found = OfflineReader().read([page(text, speaker="Mel")])
+    return {(f.key, f.value) for f in found if f.type == "profile"}
+
+
+def test_interests_are_pastimes_not_any_gerund() -> None:
+    assert _profile("I started transitioning and I've been caring for people.") == set()
+    assert _profile("I went swimming, I play the violin and I'm into pottery.") == {
+        ("interest", "swimming"), ("interest", "violin"), ("interest", "pottery")
+    }  # fmt: skip
+    assert _profile("I booked a kayaking trip.") == {("interest", "kayaking")}
+
+
+def test_family_and_plans() -> None:
+    found = OfflineReader().read(
+        [
+            page(
+                "My husband and my kids are great. I'm planning to open my own studio.",
+                speaker="Mel",
+            )
+        ]
+    )
+    profile = {(f.key, f.value, f.text) for f in found if f.type == "profile"}
+    assert profile == {
+        ("family", "husband", "Mel has a husband"), ("family", "kids", "Mel has kids"),
+        ("plan", "open Mel's own studio", "Mel plans to open Mel's own studio"),
+    }  # fmt: skip
+    assert _profile("I want to see you soon.") == set()  # about the listener: not a plan
+
+
+def test_a_like_with_no_thing_is_no_preference() -> None:
+    found = OfflineReader().read([page("I'd love to.")])
+    assert [f for f in found if f.type == "preference"] == []
