@@ -102,11 +102,6 @@ _FAMILY = re.compile(
     r"\b[Mm]y (husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?|kids|children|son|sons|"
     r"daughter|daughters|baby|parents|grandkids|grandchildren)\b"
 )
-# Goals and plans, in the speaker's words: "I'm planning to …", "my goal is to …".
-_PLAN = re.compile(
-    r"\b(?:I(?:'m| am) (?:planning|hoping|going|aiming) to|I plan to|I hope to|I want to|"
-    rf"[Mm]y (?:goal|dream|plan) is to) ([\w' -]+?){_END}"
-)
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|me|we|our)\b")
 
 _TEMPLATES = {
@@ -118,7 +113,6 @@ _TEMPLATES = {
     "job": "{s} works as {a} {v}",
     "employer": "{s} works at {v}",
     "family": "{s} has {a} {v}",
-    "plan": "{s} plans to {v}",
 }
 #: Family words that take no article ("Mel has kids").
 _PLURAL_FAMILY = frozenset(
@@ -164,11 +158,6 @@ def _profile(sentence: str, subject: str, page: MemoryItem) -> list[Finding]:
                        for m in rx.finditer(sentence)}  # fmt: skip
         matches += [("interest", a) for a in sorted(activities - _NOT_ACTIVITIES)]
         matches += [("family", m.group(1).lower()) for m in _FAMILY.finditer(sentence)]
-    if not SECOND_PERSON.search(sentence):  # "I want to see you" is not a plan of one's own
-        for m in _PLAN.finditer(sentence):
-            plan = third_person(m.group(1), subject)
-            if len(plan.split()) >= 2:  # "I hope to." / "I want to go" say too little
-                matches.append(("plan", plan[:1].lower() + plan[1:]))
     for key, value in matches:
         value = value.strip(" '")
         article = "an" if value[:1] in "aeiou" else "a"
