@@ -58,14 +58,27 @@ def first_sentence(text: str, max_words: int = 25) -> str:
     return " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
 
 
-def summarise(texts: Sequence[str], max_sentences: int = 4) -> str:
-    """An extractive summary: the first sentence of the first and last pages of a run."""
-    if len(texts) <= max_sentences:
-        chosen = list(texts)
+def summarise(pages: Sequence[MemoryItem], max_sentences: int = 4) -> str:
+    """An extractive summary of a run of pages: from each of the first and last pages (two and
+    two), its first sentence that says something (not chatter, ``notes.candidates``) written as
+    a note: whose it is named, the first and second person resolved, relative dates dated
+    ("Caroline went to a support group yesterday (7 May 2023)."); a page that says nothing is
+    left out.  When no page says anything, the first sentence of the first page."""
+    if len(pages) <= max_sentences:
+        chosen = list(pages)
     else:
         half = max_sentences // 2
-        chosen = [*texts[:half], *texts[-(max_sentences - half) :]]
-    return " / ".join(first_sentence(t) for t in chosen)
+        chosen = [*pages[:half], *pages[-(max_sentences - half) :]]
+    listeners = _listeners(chosen)
+    lines = []
+    for page in chosen:
+        who, listener = _who(page), listeners.get(page.id)
+        names = (who, listener) if listener else (who,)
+        for sentence in notes.candidates(page.text, names):
+            if note := notes.write(sentence, who, listener, page.event_time):
+                lines.append(note)
+                break
+    return " / ".join(lines) if lines else first_sentence(chosen[0].text) if chosen else ""
 
 
 class OfflineReader:

@@ -111,7 +111,7 @@ class MidTier:
         segment = MemoryItem(
             id=new_id(),
             cube_id=page.cube_id,
-            text=summarise([page.text]),
+            text=summarise([page]),
             tier="mid",
             type="segment",
             session_id=page.session_id,
@@ -162,9 +162,9 @@ class MidTier:
         """Summary over the segment's first and last pages (``page`` is not stored in mid yet)."""
         ids = [s.item_id for s in sources if s.item_id]
         ends = ids[:2] + ids[-2:] if len(ids) > 4 else ids
-        texts = {i.id: i.text for i in self.store.get_items([i for i in ends if i != page.id])}
-        texts[page.id] = page.text
-        return summarise([texts[i] for i in ends if i in texts])
+        pages = {i.id: i for i in self.store.get_items([i for i in ends if i != page.id])}
+        pages[page.id] = page
+        return summarise([pages[i] for i in ends if i in pages])
 
     def _archive_coldest(self, cube_id: str, settings: TierSettings) -> None:
         """Archive the coldest active segments beyond ``mid_capacity``."""

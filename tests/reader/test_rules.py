@@ -55,8 +55,14 @@ def test_assistant_commitments_become_knowledge() -> None:
 
 def test_keywords_and_summaries() -> None:
     assert keywords("We hiked the alpine trail; the trail was steep!")[0] == "trail"
-    text = summarise(["First one. More.", "Second.", "Third.", "Fourth.", "Fifth.", "Sixth."])
-    assert text == "First one. / Second. / Fifth. / Sixth."
+    texts = ["Hi Bo! I moved to Porto.", "I love the sea.", "Third.", "Fourth.", "Nice!",
+             "I got a dog, Bo!"]  # fmt: skip
+    pages = [MemoryItem(id=f"p{i}", cube_id="c", text=t, role="user", speaker="Ann",
+                        session_id="s") for i, t in enumerate(texts)]  # fmt: skip
+    # The first and last two pages, each by its first sentence saying something, as a note;
+    # "Nice!" says nothing, so that page is left out.
+    assert summarise(pages) == "Ann moved to Porto. / Ann loves the sea. / Ann got a dog!"
+    assert summarise(pages[4:5]) == "Nice!"  # nothing said at all: the first sentence
 
 
 def _profile(text: str) -> set[tuple[str | None, str | None]]:
