@@ -102,6 +102,26 @@ def dates(query: str) -> list[date]:
     return list(dict.fromkeys(d for _, d in sorted(found)))[:MAX_DATES]
 
 
+_MONTH_YEAR = re.compile(rf"\b(?P<m>{_MONTH}),?\s+(?P<y>\d{{4}})\b", re.IGNORECASE)
+
+
+def periods(query: str) -> list[tuple[date, date]]:
+    """The spans of days ``query`` names, first and last day: each date it names, within
+    ``DATE_DAYS`` (``dates``), and each month it names with a year and no day ("in July 2022":
+    the month, with ``DATE_DAYS`` either side)."""
+    slack = timedelta(days=DATE_DAYS)
+    found = [(day - slack, day + slack) for day in dates(query)]
+    dated = [m.span() for p in (_DAY_MONTH_YEAR, _MONTH_DAY_YEAR) for m in p.finditer(query)]
+    for m in _MONTH_YEAR.finditer(query):
+        if any(start <= m.start() < end for start, end in dated):
+            continue  # the month of a full date ("25 May, 2022")
+        year, number = int(m["y"]), _MONTHS.index(m["m"].lower()) + 1
+        first = date(year, number, 1)
+        last = date(year + number // 12, number % 12 + 1, 1) - timedelta(days=1)
+        found.append((first - slack, last + slack))
+    return list(dict.fromkeys(found))[:MAX_DATES]
+
+
 def near(item: MemoryItem, days: Sequence[date]) -> bool:
     """Whether ``item`` happened within ``DATE_DAYS`` of one of ``days`` (by its event time)."""
     when = item.event_time.date()

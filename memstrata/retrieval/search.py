@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import date
+from dataclasses import replace
+from datetime import date, datetime, time, timezone
 
 from memstrata.config import Settings
-from memstrata.embed.base import Embedder
+from memstrata.embed.base import Embedder, Vectors
 from memstrata.filters import Filters
 from memstrata.model import Hit, MemoryItem
 from memstrata.retrieval.decompose import decompose, interleave
 from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
-from memstrata.retrieval.question import dates, near, subjects, without_subjects
+from memstrata.retrieval.question import dates, near, periods, subjects, without_subjects
 from memstrata.retrieval.stages import CLOCK
 from memstrata.store.base import SearchIndex, Store
 
@@ -22,11 +23,18 @@ def candidate_width(settings: Settings, top_k: int) -> int:
 
 
 def fuse_channels(
-    keyword: Sequence[tuple[str, float]], dense: Sequence[tuple[str, float]], settings: Settings
+    keyword: Sequence[tuple[str, float]],
+    dense: Sequence[tuple[str, float]],
+    settings: Settings,
+    dated: Sequence[tuple[str, float]] = (),
 ) -> list[Fused]:
-    """The keyword and dense rankings fused by weighted RRF (``rrf_k`` and the two weights)."""
+    """The keyword and dense rankings fused by weighted RRF (``rrf_k`` and the two weights);
+    ``dated``, the dense ranking within the days a query names, weighs as the dense one."""
     channels = {"keyword": keyword, "dense": dense}
-    weights = {"keyword": settings.keyword_weight, "dense": settings.dense_weight}
+    if dated:
+        channels["dated"] = dated
+    weights = {"keyword": settings.keyword_weight, "dense": settings.dense_weight,
+               "dated": settings.dense_weight}  # fmt: skip
     return reciprocal_rank_fusion(channels, weights, settings.rrf_k)
 
 
@@ -91,7 +99,8 @@ def _search_one(
         )
     with CLOCK.timed("dense"):
         dense = store.vector_search(vector, cube_ids, filters, width)
-    fused = fuse_channels(keyword, dense, settings)
+        dated = _dated(store, vector, cube_ids, filters, periods(query), width)
+    fused = fuse_channels(keyword, dense, settings, dated)
     with CLOCK.timed("fetch"):
         items = {item.id: item for item in store.get_items([item_id for item_id, _, _ in fused])}
     hits = [Hit(items[i], score, ranks) for i, score, ranks in fused if i in items]
@@ -103,6 +112,35 @@ def _search_one(
     if named or days:
         hits = sorted(_weighed(hits, named, days), key=lambda h: -h.score)
     return hits[:top_k]
+
+
+def _dated(
+    store: SearchIndex,
+    vector: Vectors,
+    cube_ids: Sequence[str],
+    filters: Filters,
+    spans: list[tuple[date, date]],
+    width: int,
+) -> list[tuple[str, float]]:
+    """The dense ranking of the items within ``spans`` (and ``filters``): the days and months
+    a query names (``question.periods``).
+
+    A question that names a time asks about what happened then, but the words it shares with
+    the answer may be few ("What did Nate do for Joanna on 25 May, 2022?"): among a whole
+    cube's candidates that day's turns are often missing, and then no boost can raise them.
+    """
+    found: dict[str, float] = {}
+    for first, last in spans:
+        start = datetime.combine(first, time.min, timezone.utc)
+        end = datetime.combine(last, time.max, timezone.utc)
+        since = start if filters.since is None else max(start, filters.since)
+        until = end if filters.until is None else min(end, filters.until)
+        if since > until:
+            continue
+        window = replace(filters, since=since, until=until)
+        for item_id, score in store.vector_search(vector, cube_ids, window, width):
+            found[item_id] = max(score, found.get(item_id, score))
+    return sorted(found.items(), key=lambda pair: -pair[1])[:width]
 
 
 def _weighed(hits: list[Hit], speakers: frozenset[str], days: list[date]) -> Iterator[Hit]:

@@ -15,6 +15,7 @@ from memstrata.retrieval.question import (
     dates,
     names,
     near,
+    periods,
     subjects,
     without_subjects,
 )
@@ -116,6 +117,15 @@ def test_dates_a_query_names() -> None:
     assert near(item, [date(2022, 5, 25)]) and not near(item, [date(2022, 5, 24)])
 
 
+def test_periods_are_the_days_and_months_a_query_names() -> None:
+    assert periods("What did Nate do on 25 May, 2022?") == [(date(2022, 5, 24), date(2022, 5, 26))]
+    # A month with a year and no day: the month, a day either side; December ends the year.
+    assert periods("Where was Jo in December 2023 and on May 3rd 2022?") == [
+        (date(2022, 5, 2), date(2022, 5, 4)), (date(2023, 11, 30), date(2024, 1, 1))
+    ]  # fmt: skip
+    assert periods("What did Jo do in 2022?") == []  # a year alone is too long to look in
+
+
 def test_an_item_from_the_date_a_query_names_ranks_first(mos: MemoryOS) -> None:
     mos.create_user("ann")
     mos.create_cube("c", owner="ann", cube_id="c", settings={"working_capacity": 100})
@@ -133,3 +143,24 @@ def test_an_item_from_the_date_a_query_names_ranks_first(mos: MemoryOS) -> None:
     assert hits[0].item.id == ids[1]
     later = mos.search("Where did we go on June 20th 2022?", user_id="ann", top_k=3)
     assert later[0].item.id == ids[2]
+
+
+def test_the_day_a_query_names_brings_its_items_among_the_candidates(mos: MemoryOS) -> None:
+    # Sixty turns on other days match the question's words better than the one turn of the
+    # day it names: only the dated channel (the dense ranking within that day) finds that one.
+    mos.create_user("ann")
+    mos.create_cube("c", owner="ann", cube_id="c", settings={"working_capacity": 200})
+    others = [
+        {"role": "user", "content": f"Nate did something nice for Joanna, time {n}.",
+         "timestamp": f"2022-0{1 + n % 4}-0{1 + n % 9}T10:00:{n:02d}Z"}
+        for n in range(60)
+    ]  # fmt: skip
+    mos.add(others, user_id="ann", cube_id="c", session_id="before")
+    (planted,) = mos.add(
+        [{"role": "user", "content": "We planted a cherry tree in the garden.",
+          "timestamp": "2022-05-25T10:00:00Z"}],
+        user_id="ann", cube_id="c", session_id="may",
+    )  # fmt: skip
+    hits = mos.search("What did Nate do for Joanna on 25 May, 2022?", user_id="ann", top_k=5)
+    found = {h.item.id: h for h in hits}
+    assert planted in found and "dated" in found[planted].ranks
