@@ -13,8 +13,9 @@ tokens under each of these settings, one step added at a time:
 1. ``chain``: the context adds only the named speakers' next turns (``expand_chain``);
 2. ``speaker``: items of speakers the question does not name score ``OTHER_SPEAKER``;
 3. ``they``: the dense channel embeds the question with those names said as "they";
-4. ``dates`` (the default): items within a day of a date the question names score
-   ``DATE_BOOST``.
+4. ``dates``: items within a day of a date the question names score ``DATE_BOOST``;
+5. ``periods`` (the default): the days and months the question names are a third channel, the
+   dense ranking within that time (``search._dated``).
 
 A question counts when all its evidence turns are verbatim in the context (the harness's
 ``recall@Ntok``).  With every step on, the script also records ``ranked@K`` (K = 27, 55: about
@@ -42,7 +43,7 @@ from memstrata.memory import reading
 from memstrata.retrieval import search
 from memstrata.retrieval.question import subjects
 
-STEPS = ("none", "chain", "speaker", "they", "dates")
+STEPS = ("none", "chain", "speaker", "they", "dates", "periods")
 BUDGETS = (1000, 2000)
 RANKS = (27, 55)
 
@@ -51,7 +52,8 @@ RANKS = (27, 55)
 def reading_up_to(step: str) -> Iterator[None]:
     """The library as it reads questions up to ``step`` (see the module docstring)."""
     level = STEPS.index(step)
-    saved = (reading.subjects, search.OTHER_SPEAKER, search.without_subjects, search.DATE_BOOST)
+    saved = (reading.subjects, search.OTHER_SPEAKER, search.without_subjects, search.DATE_BOOST,
+             search.periods)  # fmt: skip
     if level < 1:
         reading.subjects = lambda store, query, cube_ids: frozenset()  # type: ignore[assignment]
     if level < 2:
@@ -60,10 +62,13 @@ def reading_up_to(step: str) -> Iterator[None]:
         search.without_subjects = lambda query, speakers: query  # type: ignore[assignment]
     if level < 4:
         search.DATE_BOOST = 1.0
+    if level < 5:
+        search.periods = lambda query: []  # type: ignore[assignment]
     try:
         yield
     finally:
-        reading.subjects, search.OTHER_SPEAKER, search.without_subjects, search.DATE_BOOST = saved
+        (reading.subjects, search.OTHER_SPEAKER, search.without_subjects, search.DATE_BOOST,
+         search.periods) = saved  # fmt: skip
 
 
 def run(data: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
