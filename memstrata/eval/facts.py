@@ -235,9 +235,15 @@ def fit_models(
     sentence *yields* that observation).  The first alone also credits short notes that match
     an observation about something else by chance; the second alone misses notes that say
     again what another turn said.  The soft label was better out of fold than either (0.678 /
-    0.666 against 0.660 / 0.655 and 0.633 / 0.630, the vectors model).  Each model's
-    threshold is the one that maximises the smaller of observation recall and precision of
-    notes, out of fold (leave one conversation out); those figures are recorded with it.
+    0.666 against 0.660 / 0.655 and 0.633 / 0.630, the vectors model).
+
+    Each model has two stages: a regression over the note's features, then one over where
+    that probability stands among its peers' (``worthiness.among_peers``: the notes of its
+    speaker in its session; a session yields a handful of observations per speaker), fitted on
+    first-stage probabilities out of fold (stacking), kept only when it does better out of fold
+    than the first stage alone.  The threshold is the one that maximises
+    the smaller of observation recall and precision of notes, out of fold (leave one
+    conversation out, nested for the second stage); those figures are recorded with it.
     """
     reader = OfflineReader()
     rows: list[tuple[int, MemoryItem, str, str]] = []
@@ -259,18 +265,12 @@ def fit_models(
     precise = np.array(matches)
     y = (precise.astype(np.float64) + np.array([bool(r) for r in recalls], np.float64)) / 2
     conv = np.array([r[0] for r in rows])
+    peers = [(r[0], r[1].session_id, r[1].speaker) for r in rows]
     models: dict[str, Any] = {}
     for name, x, owner in (("words", cheap, None), ("vectors", np.hstack([cheap, vectors]),
                                                      fingerprint(embedder))):  # fmt: skip
-        held_out = np.zeros(len(rows))
-        for c in range(len(data)):
-            mean, scale, coef, b = worthiness.fit(x[conv != c], y[conv != c], l2)
-            model = worthiness.Model(owner, mean, scale, coef, b, 0.5)
-            held_out[conv == c] = model.probabilities(x[conv == c])
-        threshold, figures = _best_threshold(held_out, precise, recalls, total)
-        mean, scale, coef, b = worthiness.fit(x, y, l2)
-        models[name] = worthiness.Model(owner, mean, scale, coef, b, threshold).as_dict()
-        models[name]["cross_validated"] = figures
+        model, figures = _fit_model(x, y, owner, conv, peers, (precise, recalls, total), l2)
+        models[name] = model.as_dict() | {"cross_validated": figures}
     digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()
     return {
         "features": list(worthiness.FEATURES),
@@ -287,6 +287,67 @@ def fit_models(
         },
         "models": models,
     }
+
+
+def _fit_model(
+    x: np.ndarray,
+    y: np.ndarray,
+    owner: str | None,
+    conv: np.ndarray,
+    peers: list[Any],
+    truth: tuple[np.ndarray, list[set[tuple[int, int]]], int],
+    l2: float,
+) -> tuple[worthiness.Model, dict[str, Any]]:
+    """One worthiness model (one or two stages, see ``fit_models``) and its out-of-fold
+    figures; ``truth``: which notes match an observation, which each recalls, how many."""
+    # Out of fold, both stages: for each conversation held out, the second stage learns
+    # from first-stage probabilities that are themselves out of fold among the others.
+    alone, both = np.zeros(len(x)), np.zeros(len(x))
+    for c in sorted(set(conv.tolist())):
+        first = _first_stage(x, y, conv, l2, among=conv != c)
+        alone[conv == c] = first[conv == c]
+        stage2 = _fit(worthiness.among_peers(first, peers), y, conv != c, l2)
+        both[conv == c] = stage2.probabilities(worthiness.among_peers(first, peers)[conv == c])
+    threshold, figures = _best_threshold(alone, *truth)
+    threshold2, figures2 = _best_threshold(both, *truth)
+    second: worthiness.Model | None = None
+    if _worst(figures2) > _worst(figures):  # the second stage only where it helps
+        one_stage = {k: v for k, v in figures.items() if k != "curve"}
+        threshold, figures = threshold2, {**figures2, "one_stage": one_stage}
+        everyone = np.ones(len(x), bool)
+        first = _first_stage(x, y, conv, l2, among=everyone)
+        second = _fit(worthiness.among_peers(first, peers), y, everyone, l2)
+    mean, scale, coef, b = worthiness.fit(x, y, l2)
+    return worthiness.Model(owner, mean, scale, coef, b, threshold, peers=second), figures
+
+
+def _worst(figures: dict[str, Any]) -> float:
+    """The smaller of a model's out-of-fold observation recall and precision."""
+    return float(min(figures["observation_recall"], figures["precision"]))
+
+
+def _fit(x: np.ndarray, y: np.ndarray, rows: np.ndarray, l2: float) -> worthiness.Model:
+    """A regression fitted on ``rows`` of ``x`` (its threshold is not used)."""
+    mean, scale, coef, b = worthiness.fit(x[rows], y[rows], l2)
+    return worthiness.Model(None, mean, scale, coef, b, 0.5)
+
+
+def _first_stage(
+    x: np.ndarray, y: np.ndarray, conv: np.ndarray, l2: float, among: np.ndarray
+) -> np.ndarray:
+    """First-stage probabilities of every row: for a conversation in ``among``, from a model
+    fitted on the other conversations in ``among`` (out of fold); for one outside it, from a
+    model fitted on all of ``among`` (as it would be for a conversation never seen)."""
+    chances = np.zeros(len(x))
+    inside = sorted(set(conv[among].tolist()))
+    for c in inside:
+        # With one conversation in ``among`` there are no others to fit on: in sample then.
+        fitted = among & (conv != c) if len(inside) > 1 else among
+        chances[conv == c] = _fit(x, y, fitted, l2).probabilities(x[conv == c])
+    outside = ~np.isin(conv, inside)
+    if outside.any():
+        chances[outside] = _fit(x, y, among, l2).probabilities(x[outside])
+    return chances
 
 
 def _best_threshold(

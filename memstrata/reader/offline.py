@@ -128,7 +128,9 @@ class OfflineReader:
             vectors = self.embedder.embed_passages([n for _, _, n in written])
             if model.embedder is not None:
                 features = np.hstack([features, vectors.astype(np.float64)])
-        chances = model.probabilities(features)
+        # A note's peers: its speaker's other notes of the same session, read together.
+        peers = [(page.session_id, _who(page)) for page, _, _ in written]
+        chances = model.chances(features, peers)
         return [
             Finding(
                 type="fact",

@@ -65,9 +65,34 @@ def cheap_features(sentence: str, note: str) -> list[float]:
     ]
 
 
+#: The second stage's features (``among_peers``), in order.
+PEER_FEATURES = ("logit", "log_rank", "rank_share", "z")
+
+
+def among_peers(chances: npt.NDArray[np.float64], groups: list[Any]) -> npt.NDArray[np.float64]:
+    """Where each note stands among its peers (the notes of the same ``groups`` key: one
+    speaker in one session): the first stage's logit, log(1 + its rank among them), that rank
+    over their number, and its z-score among them (``PEER_FEATURES``)."""
+    members: dict[Any, list[int]] = {}
+    for i, key in enumerate(groups):
+        members.setdefault(key, []).append(i)
+    rank, share, z = (np.zeros(len(chances)) for _ in range(3))
+    for rows in members.values():
+        own = chances[rows]
+        order = np.argsort(-own, kind="stable")
+        for place, j in enumerate(order):
+            rank[rows[j]] = place
+            share[rows[j]] = place / len(rows)
+        z[rows] = (own - own.mean()) / (own.std() + 1e-6)
+    clipped = np.clip(chances, 1e-9, 1 - 1e-9)
+    logit = np.log(clipped / (1 - clipped))
+    return np.column_stack([logit, np.log1p(rank), share, z]).astype(np.float64)
+
+
 @dataclass(frozen=True)
 class Model:
-    """A fitted logistic regression over standardised features."""
+    """A fitted logistic regression over standardised features, and optionally a second one
+    (``peers``) over where each note's first probability stands among its peers'."""
 
     embedder: str | None  # fingerprint whose vectors are features, or None: cheap features only
     mean: npt.NDArray[np.float64]
@@ -75,19 +100,32 @@ class Model:
     coef: npt.NDArray[np.float64]
     intercept: float
     threshold: float
+    peers: Model | None = None
 
     def probabilities(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        """P(worth keeping) of each row of ``features`` (cheap features, then the vector)."""
+        """P(worth keeping) of each row of ``features`` (cheap features, then the vector), by
+        this regression alone."""
         z = ((features - self.mean) / self.scale) @ self.coef + self.intercept
         return 1.0 / (1.0 + np.exp(-z))
+
+    def chances(
+        self, features: npt.NDArray[np.float64], groups: list[Any]
+    ) -> npt.NDArray[np.float64]:
+        """P(worth keeping) of each note, both stages: ``groups`` keys the notes' peers (see
+        ``among_peers``); what ``threshold`` applies to."""
+        first = self.probabilities(features)
+        return first if self.peers is None else self.peers.probabilities(among_peers(first, groups))
 
     def as_dict(self) -> dict[str, Any]:
         def rounded(values: npt.NDArray[np.float64]) -> list[float]:
             return [float(f"{v:.6g}") for v in values]
 
-        return {"embedder": self.embedder, "mean": rounded(self.mean),
-                "scale": rounded(self.scale), "coef": rounded(self.coef),
-                "intercept": self.intercept, "threshold": self.threshold}  # fmt: skip
+        found: dict[str, Any] = {"embedder": self.embedder, "mean": rounded(self.mean),
+                 "scale": rounded(self.scale), "coef": rounded(self.coef),
+                 "intercept": self.intercept, "threshold": self.threshold}  # fmt: skip
+        if self.peers is not None:
+            found["peers"] = self.peers.as_dict()
+        return found
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Model:
@@ -98,6 +136,7 @@ class Model:
             coef=np.asarray(data["coef"], np.float64),
             intercept=float(data["intercept"]),
             threshold=float(data["threshold"]),
+            peers=None if data.get("peers") is None else Model.from_dict(data["peers"]),
         )
 
 

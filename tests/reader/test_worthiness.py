@@ -26,3 +26,24 @@ def test_shipped_models_load_and_are_chosen_by_embedder() -> None:
     assert len(shipped.words.coef) == len(worthiness.FEATURES)
     cheap = np.array([worthiness.cheap_features("I adopted a cat.", "Ann adopted a cat.")])
     assert 0 < float(shipped.words.probabilities(cheap)[0]) < 1
+    assert shipped.vectors.peers is not None  # the second stage helped it out of fold
+    assert len(shipped.vectors.peers.coef) == len(worthiness.PEER_FEATURES)
+
+
+def test_a_note_is_weighed_against_its_peers() -> None:
+    chances = np.array([0.9, 0.5, 0.1, 0.5])
+    features = worthiness.among_peers(chances, ["a", "a", "a", "b"])
+    assert np.allclose(features[:, 1], [0.0, np.log(2), np.log(3), 0.0])  # log(1 + rank)
+    assert np.allclose(features[:, 2], [0.0, 1 / 3, 2 / 3, 0.0])  # rank over the group's size
+    assert features[3, 3] == 0.0 and features[0, 3] > 0 > features[2, 3]  # z-score in group
+    # A second stage that prefers the first of its group keeps the same 0.5 note in "b" (alone)
+    # and drops it in "a" (second of three).
+    first = worthiness.Model(None, np.zeros(1), np.ones(1), np.ones(1), 0.0, 0.5)
+    second = worthiness.Model(None, np.zeros(4), np.ones(4), np.array([0, -4.0, 0, 0]), 1.0, 0.5)
+    model = worthiness.Model(None, np.zeros(1), np.ones(1), np.ones(1), 0.0, 0.5, peers=second)
+    logits = np.log(chances / (1 - chances))[:, None]
+    assert first.chances(logits, ["a", "a", "a", "b"]).round(3).tolist() == chances.tolist()
+    kept = model.chances(logits, ["a", "a", "a", "b"]) >= 0.5
+    assert kept.tolist() == [True, False, False, True]
+    again = worthiness.Model.from_dict(model.as_dict())
+    assert again.peers is not None and again.peers.coef.tolist() == [0, -4.0, 0, 0]
