@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -70,15 +70,11 @@ def summarise(pages: Sequence[MemoryItem], max_sentences: int = 4) -> str:
         half = max_sentences // 2
         chosen = [*pages[:half], *pages[-(max_sentences - half) :]]
     listeners = _listeners(chosen)
-    lines = []
-    for page in chosen:
-        who, listener = _who(page), listeners.get(page.id)
-        names = (who, listener) if listener else (who,)
-        for sentence in notes.candidates(page.text, names):
-            if note := notes.write(sentence, who, listener, page.event_time):
-                lines.append(note)
-                break
-    return " / ".join(lines) if lines else first_sentence(chosen[0].text) if chosen else ""
+    lines = [
+        next((note for _, note in _notes_of(page, listeners.get(page.id))), None) for page in chosen
+    ]
+    said = [line for line in lines if line]
+    return " / ".join(said) if said else first_sentence(chosen[0].text) if chosen else ""
 
 
 class OfflineReader:
@@ -108,12 +104,7 @@ class OfflineReader:
         for page in pages:
             if page.role == "assistant":
                 continue  # what the assistant commits to is knowledge (reader.rules)
-            who, listener = _who(page), listeners.get(page.id)
-            names = (who, listener) if listener else (who,)
-            for sentence in notes.candidates(page.text, names):
-                note = notes.write(sentence, who, listener, page.event_time)
-                if note is not None:
-                    written.append((page, sentence, note))
+            written += [(page, s, n) for s, n in _notes_of(page, listeners.get(page.id))]
         return written
 
     def _worthy(self, written: list[tuple[MemoryItem, str, str]]) -> list[Finding]:
@@ -143,6 +134,15 @@ class OfflineReader:
             for i, ((page, _, note), chance) in enumerate(zip(written, chances, strict=True))
             if chance >= model.threshold
         ]
+
+
+def _notes_of(page: MemoryItem, listener: str | None) -> Iterator[tuple[str, str]]:
+    """(sentence, note) for each sentence of ``page`` that says something and can be written
+    as a note (``reader.notes``), spoken to ``listener`` when known."""
+    who = _who(page)
+    for sentence in notes.candidates(page.text, (who, listener) if listener else (who,)):
+        if (note := notes.write(sentence, who, listener, page.event_time)) is not None:
+            yield sentence, note
 
 
 def _who(page: MemoryItem) -> str:
