@@ -17,6 +17,8 @@ from memstrata.cli import cli
 
 MISO = "My sister's cat is called Miso"  # 2024-05-01, session s1, no metadata
 TUNA = "The cat Miso likes tuna"  # now, session s2, metadata {"n": 2}
+#: MISO's segment: its summary is MISO written as a note (reader.offline.summarise).
+MISO_SEGMENT = "Alice's sister's cat is called Miso."
 ADD_MISO = ["add", MISO, "--user", "alice", "--cube", "notes", "--name", "Alice",
             "--timestamp", "2024-05-01T10:00:00Z", "--id", "n1", "--session", "s1"]  # fmt: skip
 
@@ -195,7 +197,7 @@ def filter_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("filters", "expected"),
     [
         # s1 went quiet long before TUNA: MISO is a mid-tier page, and its segment a hit too
-        ([], [MISO, MISO, TUNA]),
+        ([], [MISO_SEGMENT, MISO, TUNA]),
         (["since=2024-04-01", "until=2024-06-01", "type=turn"], [MISO]),
         (["since=2024-06-01"], [TUNA]),
         (["session_id=s1", "tier=mid", "tier=long", "type=turn"], [MISO]),
