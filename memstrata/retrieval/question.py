@@ -18,11 +18,13 @@ about what happened then: ``dates`` reads such dates ("25 May, 2022", "May 25th 
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Sequence
 from datetime import date, timedelta
 from itertools import pairwise
 
+from memstrata.limits import MIN_EVENT_YEAR
 from memstrata.model import MemoryItem
 from memstrata.store.base import SearchIndex
 from memstrata.text import STOPWORDS
@@ -89,12 +91,15 @@ def without_subjects(query: str, speakers: frozenset[str]) -> str:
 
 def dates(query: str) -> list[date]:
     """The calendar dates ``query`` names, in order, at most ``MAX_DATES`` (impossible ones,
-    like 31 February, are skipped)."""
+    like 31 February, and those before the year ``MIN_EVENT_YEAR``, when no event can be,
+    are skipped)."""
     found: list[tuple[int, date]] = []
     for pattern in (_DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _ISO):
         for m in pattern.finditer(query):
             month = m["m"]
             number = int(month) if month.isdigit() else _MONTHS.index(month.lower()) + 1
+            if int(m["y"]) < MIN_EVENT_YEAR:
+                continue
             try:
                 found.append((m.start(), date(int(m["y"]), number, int(m["d"]))))
             except ValueError:
@@ -108,18 +113,25 @@ _MONTH_YEAR = re.compile(rf"\b(?P<m>{_MONTH}),?\s+(?P<y>\d{{4}})\b", re.IGNORECA
 def periods(query: str) -> list[tuple[date, date]]:
     """The spans of days ``query`` names, first and last day: each date it names, within
     ``DATE_DAYS`` (``dates``), and each month it names with a year and no day ("in July 2022":
-    the month, with ``DATE_DAYS`` either side)."""
-    slack = timedelta(days=DATE_DAYS)
-    found = [(day - slack, day + slack) for day in dates(query)]
+    the month, with ``DATE_DAYS`` either side).  A span stops at the calendar's ends
+    ("31 December 9999" is a day like any other, not an overflow)."""
+    found = [_widened(day, day) for day in dates(query)]
     dated = [m.span() for p in (_DAY_MONTH_YEAR, _MONTH_DAY_YEAR) for m in p.finditer(query)]
     for m in _MONTH_YEAR.finditer(query):
         if any(start <= m.start() < end for start, end in dated):
             continue  # the month of a full date ("25 May, 2022")
         year, number = int(m["y"]), _MONTHS.index(m["m"].lower()) + 1
-        first = date(year, number, 1)
-        last = date(year + number // 12, number % 12 + 1, 1) - timedelta(days=1)
-        found.append((first - slack, last + slack))
+        if year < MIN_EVENT_YEAR:
+            continue
+        days = calendar.monthrange(year, number)[1]
+        found.append(_widened(date(year, number, 1), date(year, number, days)))
     return list(dict.fromkeys(found))[:MAX_DATES]
+
+
+def _widened(first: date, last: date) -> tuple[date, date]:
+    """``first`` to ``last`` with ``DATE_DAYS`` either side, within ``date.min``..``date.max``."""
+    slack = timedelta(days=DATE_DAYS)
+    return max(first, date.min + slack) - slack, min(last, date.max - slack) + slack
 
 
 def near(item: MemoryItem, days: Sequence[date]) -> bool:
