@@ -64,8 +64,17 @@ class Filters:
             and item.status in self.statuses
             and (self.since is None or item.event_time >= self.since)
             and (self.until is None or item.event_time <= self.until)
-            and all(item.metadata.get(k) == v for k, v in self.metadata.items())
+            and all(same_json(item.metadata.get(k), v) for k, v in self.metadata.items())
         )
+
+
+def same_json(stored: Any, wanted: Scalar) -> bool:
+    """Whether a stored metadata value equals a filter's as JSON values do: a boolean only
+    equals a boolean (``true`` is not ``1``, though Python's ``True == 1``), numbers equal by
+    value (``1`` is ``1.0``), anything else by ``==``.  Both engines' SQL follows this rule."""
+    if isinstance(stored, bool) or isinstance(wanted, bool):
+        return isinstance(stored, bool) and isinstance(wanted, bool) and stored == wanted
+    return bool(stored == wanted)
 
 
 def parse_filters(value: Filters | Mapping[str, Any] | None) -> Filters:

@@ -183,6 +183,38 @@ def test_vector_search_is_exact_and_filtered(store: Store) -> None:
     assert store.vector_search(q, ["c2"], Filters(), 10) == []
 
 
+def test_metadata_filters_compare_as_json_values(store: Store) -> None:
+    """The engines agree on every filter (finding 14 of the second hardening round: ``true``
+    matched a stored ``1`` on SQLite, not on PostgreSQL): a boolean equals only a boolean,
+    numbers equal by value, a string only a string, ``None`` a null or a missing key."""
+    stored = [
+        {"v": 1},
+        {"v": True},
+        {"v": 1.0},
+        {"v": "1"},
+        {"v": False},
+        {"v": 0},
+        {"v": None},
+        {},
+    ]
+    ids = add(store, *((item(f"m{i}", metadata=m), unit(0)) for i, m in enumerate(stored)))
+    expected: list[tuple[object, list[str]]] = [  # a list: True, 1 and 1.0 are one dict key
+        (True, [ids[1]]),
+        (False, [ids[4]]),
+        (1, [ids[0], ids[2]]),
+        (1.0, [ids[0], ids[2]]),
+        (0, [ids[5]]),
+        ("1", [ids[3]]),
+        (None, [ids[6], ids[7]]),
+    ]
+    items = store.get_items(ids)
+    for value, want in expected:
+        f = Filters(metadata={"v": value})  # type: ignore[dict-item]
+        found = store.vector_search(unit(0), ["c1"], f, 20)
+        assert sorted(i for i, _ in found) == sorted(want), value
+        assert sorted(i.id for i in items if f.matches(i)) == sorted(want), value
+
+
 def test_status_changes_reach_the_vector_mirror(store: Store) -> None:
     (a, b) = add(store, (item("a"), unit(0)), (item("b"), unit(1)))
     assert len(store.vector_search(unit(0), ["c1"], Filters(), 10)) == 2  # mirror is warm

@@ -26,6 +26,23 @@ def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
         clauses.append("i.event_time <= ?")
         params.append(filters.until.timestamp())
     for key, value in filters.metadata.items():
-        clauses.append("json_extract(i.metadata, ?) IS ?")
-        params.extend([f'$."{key}"', value])
+        clause, args = _metadata(f'$."{key}"', value)
+        clauses.append(clause)
+        params.extend(args)
     return " AND ".join(clauses), params
+
+
+def _metadata(path: str, value: Any) -> tuple[str, list[Any]]:
+    """A metadata comparison as JSON values compare (``filters.same_json``), with its
+    parameters: SQLite's ``json_extract`` reads ``true`` as 1, so the JSON type is compared too
+    (a boolean only equals a boolean, a number a number, a string a string)."""
+    if value is None:
+        return "json_extract(i.metadata, ?) IS NULL", [path]
+    if isinstance(value, bool):
+        kinds = "'true'" if value else "'false'"
+    elif isinstance(value, int | float):
+        kinds = "'integer', 'real'"
+    else:
+        kinds = "'text'"
+    clause = f"(json_type(i.metadata, ?) IN ({kinds}) AND json_extract(i.metadata, ?) IS ?)"
+    return clause, [path, path, value]
