@@ -7,8 +7,8 @@ default, JSON with ``--json`` (``memstrata.wire``'s shapes).  Failures never pri
 line and status 2.
 
 The root group and what commands share are in ``app``; the commands in ``users``, ``cubes``,
-``memories``, ``tasks``, ``memcube``, ``evals``, ``demo``, ``serve``, ``worker``, ``migrate`` and
-``mcp``; text rendering in ``render``; the progress bar of long commands in ``progress``.  ``cli``
+``memories``, ``tasks``, ``memcube``, ``evals``, ``demo``, ``serve``, ``worker``, ``migrate``,
+``vacuum`` and ``mcp``; text rendering in ``render``; the progress bar of long commands in ``progress``.  ``cli``
 is the group, ``main`` the console script.
 """
 
@@ -28,13 +28,14 @@ from memstrata.cli.migrate import migrate_command
 from memstrata.cli.serve import serve
 from memstrata.cli.tasks import tasks
 from memstrata.cli.users import users
+from memstrata.cli.vacuum import vacuum_command
 from memstrata.cli.worker import worker
 
 __all__ = ["cli", "main"]
 
 for _command in (users, cubes, adapt_command, *memories.COMMANDS, tasks, demo, eval_group,
                  bench_group, mcp, export_command, import_command, migrate_command, serve,
-                 worker):  # fmt: skip
+                 worker, vacuum_command):  # fmt: skip
     cli.add_command(_command)
 
 

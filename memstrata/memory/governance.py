@@ -107,6 +107,16 @@ class Governance:
             own_data_only=own_data_only, forget=self._parts.forget,
         )  # fmt: skip
 
+    def vacuum(self, *, user_id: str) -> dict[str, int]:
+        """Make what erasures removed leave the database's files (``Store.compact``): SQLite
+        keeps freed pages (zeroed) and a WAL until a checkpoint and ``VACUUM``, PostgreSQL old
+        row versions until ``VACUUM FULL``.  Administrators only (``AdminRequired``); records a
+        ``vacuum`` audit event with the sizes before and after, which it returns
+        (``{"bytes_before", "bytes_after"}``)."""
+        if self._access.user(user_id).role != "admin":
+            raise AdminRequired(user_id)
+        return self._store.compact(user_id)
+
     def transition(
         self,
         item_id: str,

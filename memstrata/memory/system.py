@@ -218,6 +218,7 @@ class MemoryOS(Closing):
     # -- lifecycle and governance (memory.governance) ----------------------------------------
     audit = Delegate("_governance", Governance.audit)
     erase = Delegate("_governance", Governance.erase)
+    vacuum = Delegate("_governance", Governance.vacuum)
     transition = Delegate("_governance", Governance.transition)
     rollback = Delegate("_governance", Governance.rollback)
     export = Delegate("_governance", Governance.export)

@@ -291,6 +291,12 @@ class ErasureStore(Protocol):
     def delete_cube(self, cube_id: str, actor: str) -> int:
         """Delete a cube and all its content (events stay, payloads blanked); the item count."""
 
+    def compact(self, actor: str) -> dict[str, int]:
+        """Rewrite the database's files without free space, so that what erasures removed
+        leaves them (SQLite: ``VACUUM`` between WAL checkpoints; PostgreSQL: ``VACUUM FULL`` of
+        the tables that hold content); records one ``vacuum`` event (no cube) by ``actor``.
+        Returns ``{"bytes_before", "bytes_after"}``: the files' (or tables') size around it."""
+
 
 class UsageStore(Protocol):
     """LLM calls and tokens counted per cube (DESIGN §8)."""

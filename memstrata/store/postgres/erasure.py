@@ -3,7 +3,8 @@
 Both writes leave tombstones (ids, times, ops) and remove everything said: item text and fields,
 versions, the full-text vector, the embedding and event payloads, in one transaction.  PostgreSQL
 keeps the old row versions until they are vacuumed: ``VACUUM FULL`` (or a routine ``VACUUM`` and
-time) removes them from the table files; docs/deploy.md says so.
+time) removes them from the table files: ``compact`` runs ``VACUUM FULL`` on the tables that hold
+content (``memstrata vacuum``); docs/deploy.md says so.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import psycopg
+
+from memstrata.errors import StorageError
 from memstrata.store.postgres import writes
-from memstrata.store.postgres.connection import PostgresDatabase
+from memstrata.store.postgres.connection import PostgresDatabase, first_line
 
 # An erased item keeps identity, placement and times; everything said in it goes.
 _ERASE = (
@@ -24,6 +28,9 @@ _ERASE = (
     "WHERE id = ANY(%s)"
 )
 _BLANK_EVENTS = "UPDATE events SET before = NULL, after = NULL, reason = NULL"
+# The tables whose rows hold what was said (a vector and full text are columns of ``items``).
+_CONTENT_TABLES = ("items", "item_versions", "events", "tasks")
+_SIZE = "SELECT sum(pg_total_relation_size(t::regclass))::bigint FROM unnest(%s::text[]) AS t"
 
 
 class PostgresErasure(PostgresDatabase):
@@ -70,6 +77,23 @@ class PostgresErasure(PostgresDatabase):
             writes.event(conn, actor, cube_id, None, "delete_cube", after={"items": count})
         self._forget([cube_id])
         return int(count)
+
+    def compact(self, actor: str) -> dict[str, int]:
+        """``VACUUM FULL`` the tables that hold content (old row versions of erased items
+        leave the table files), then record a ``vacuum`` event.  ``VACUUM FULL`` locks each
+        table while it is rewritten: other calls wait for it."""
+        tables = list(_CONTENT_TABLES)
+        with self._connect() as conn:  # autocommit: VACUUM runs outside a transaction
+            try:
+                before = int(conn.execute(_SIZE, (tables,)).fetchone()[0])
+                conn.execute(f"VACUUM FULL {', '.join(tables)}")
+                after = int(conn.execute(_SIZE, (tables,)).fetchone()[0])
+            except psycopg.Error as exc:
+                raise StorageError(f"vacuum of {self.where} failed: {first_line(exc)}") from exc
+        sizes = {"bytes_before": before, "bytes_after": after}
+        with self.transaction() as conn:
+            writes.event(conn, actor, None, None, "vacuum", after=sizes)
+        return sizes
 
 
 def _erase(conn: Any, wanted: list[str], actor: str, reason: str | None) -> list[tuple[str, str]]:

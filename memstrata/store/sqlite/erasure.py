@@ -3,7 +3,8 @@
 Both writes leave tombstones (ids, times, ops) and remove everything said: item text and
 fields, versions, vectors, full-text rows and event payloads.  The full-text index is then
 optimised so no old segment keeps the words, and freed pages are zeroed (``secure_delete``),
-so after a WAL checkpoint and ``VACUUM`` the content is nowhere in the files.
+so after a WAL checkpoint and ``VACUUM`` the content is nowhere in the files: ``compact``
+does both (``memstrata vacuum``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
+from memstrata.errors import StorageError
 from memstrata.store.sqlite import writes
 from memstrata.store.sqlite.connection import SQLiteDatabase
 
@@ -90,6 +93,29 @@ class SQLiteErasure(SQLiteDatabase):
             conn.execute(_OPTIMIZE)
         self._forget([cube_id])
         return int(count)
+
+    def compact(self, actor: str) -> dict[str, int]:
+        """Checkpoint the WAL, ``VACUUM`` (the file rewritten without its free pages) and
+        checkpoint again, truncating the WAL; then record a ``vacuum`` event.  Holds the writer
+        for the whole rewrite (seconds per hundred MB): other writes wait, reads go on."""
+        before = self._file_bytes()
+        with self._lock:
+            try:
+                for statement in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM",
+                                  "PRAGMA wal_checkpoint(TRUNCATE)"):  # fmt: skip
+                    self._writer.execute(statement).fetchall()
+            except sqlite3.Error as exc:
+                raise StorageError(f"vacuum of {self.path} failed: {exc}") from exc
+        sizes = {"bytes_before": before, "bytes_after": self._file_bytes()}
+        with self.transaction() as conn:
+            writes.event(conn, actor, None, None, "vacuum", after=sizes)
+        self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        return sizes
+
+    def _file_bytes(self) -> int:
+        """The size of the database file and its WAL, in bytes (0 in memory)."""
+        found = [Path(self.path), Path(f"{self.path}-wal")]
+        return sum(p.stat().st_size for p in found if not self._in_memory and p.exists())
 
 
 def _erase_chunk(
