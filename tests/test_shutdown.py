@@ -104,7 +104,9 @@ def test_sigterm_during_a_long_add_exits_within_the_limit(tmp_path: Path) -> Non
         adding.join(30)
     assert code == 0, log.read_text(errors="replace")
     assert took < STOP_WITHIN_S
-    assert len(answers) == 1  # answered (200, or 500 once cut off) or disconnected
+    assert len(answers) == 1  # answered (200, or 503 once cut off) or disconnected
+    assert answers[0] in (200, 503) or isinstance(answers[0], str), answers
+    assert "Traceback" not in log.read_text(errors="replace")  # a cut-off request is no bug
     assert [t for t in stored_tasks(db) if t.status == "running"] == []
 
 

@@ -4,11 +4,13 @@
 it, whether the client declared the size (``Content-Length``) or streamed it (chunked): the body is
 read, counted and replayed to the app.  ``CatchAll`` turns any exception nothing else handled into
 a 500 ``internal_error`` whose message carries an id; the traceback is logged with that id, and
-never sent to the client.
+never sent to the client.  A request cancelled because the server is stopping (past its grace
+period) gets a 503 ``shutting_down`` and one log line, not a traceback.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 
@@ -111,6 +113,22 @@ class CatchAll:
 
         try:
             await self.app(scope, receive, watched)
+        except asyncio.CancelledError:
+            # The server cancels the requests still in flight when its grace period after a
+            # stop signal ends; that is no bug, and the client deserves a "retry" rather than a
+            # plain-text 500.  The cancellation is absorbed: answering is what ends this task.
+            where = f"{scope.get('method', '')} {scope.get('path', '')}"
+            log.warning("request cancelled while the server stops: %s", where)
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            if started:
+                return  # a stream cut short: the server closes the connection
+            response = error_response(
+                503, "shutting_down", "the server is stopping", hint="retry in a few seconds",
+                headers={"Retry-After": "5", "Connection": "close"},
+            )  # fmt: skip
+            await response(scope, receive, send)
         except Exception:
             error_id = secrets.token_hex(6)
             where = f"{scope.get('method', '')} {scope.get('path', '')}"
