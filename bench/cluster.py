@@ -2,8 +2,8 @@
 
 Run from the repository root, in the project's virtual environment, on an idle machine::
 
-    python bench/cluster.py --postgres postgresql://postgres@127.0.0.1:55432/postgres \\
-        --redis redis://127.0.0.1:56379/0 -- --clients 50 --duration 60 --out bench/load-pg.json
+    python bench/cluster.py --postgres postgresql://postgres@127.0.0.1:15432/postgres \\
+        --redis redis://127.0.0.1:16379/0 -- --clients 50 --duration 60 --out bench/load-pg.json
 
 It makes a new database on the PostgreSQL server (dropped at the end) and empties the Redis
 database, starts ``--servers`` (2) ``memstrata serve --workers 0`` and ``--workers`` (2)

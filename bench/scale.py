@@ -2,7 +2,7 @@
 
 Run from the repository root, in the project's virtual environment, on an idle machine::
 
-    python bench/scale.py --postgres postgresql://postgres@127.0.0.1:55432/postgres --n 100000
+    python bench/scale.py --postgres postgresql://postgres@127.0.0.1:15432/postgres --n 100000
     python bench/scale.py --postgres … --n 20000 --e5 /tmp/e5-20k.npz --out bench/scale-e5-20k.json
 
 One cube of N synthetic items is written through each store's ``add_items`` in batches of

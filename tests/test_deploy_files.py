@@ -147,3 +147,13 @@ def test_every_variable_is_a_setting() -> None:
 def test_the_readme_links_the_deploy_page() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "(docs/deploy.md)" in readme
+
+
+def test_the_test_services_listen_below_the_ephemeral_range() -> None:
+    """Finding 15 of the second hardening round: ``.ci/services`` defaulted to ports 55432 and
+    56379, inside Linux's ephemeral range (32768-60999), where another program's outgoing
+    connection may hold the port ("Address already in use")."""
+    script = (ROOT / ".ci" / "services").read_text(encoding="utf-8")
+    ports = [int(p) for p in re.findall(r"_PORT:-(\d+)\}", script)]
+    assert len(ports) == 2
+    assert all(1024 <= port < 32768 for port in ports), ports
