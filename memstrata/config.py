@@ -90,6 +90,13 @@ class Settings:
         default=30.0,
         metadata=_help("seconds a task is leased to a worker before others may retry it"),
     )
+    expiry_sweep_s: float = field(
+        default=60.0,
+        metadata=_help(
+            "seconds between looks for expired items to erase (a process with workers); "
+            "0: never (MemoryOS.expire erases them on demand)"
+        ),
+    )
     redis_url: str | None = field(
         default=None,
         metadata=_help(

@@ -68,6 +68,8 @@ MAX_FILENAME = 255
 #: Largest document, as uploaded (bytes) and as text (characters).
 MAX_DOCUMENT_BYTES = 20_000_000
 MAX_DOCUMENT_CHARS = 1_000_000
+#: Most items one ``feedback`` call names (``item_ids``) or changes.
+MAX_FEEDBACK_TARGETS = 20
 #: Earliest year of an event time: times are exchanged as ISO 8601, whose years have four digits.
 MIN_EVENT_YEAR = 1000
 

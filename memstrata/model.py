@@ -19,6 +19,8 @@ Permission = Literal["read", "write", "admin"]
 Tier = Literal["working", "mid", "long"]
 ItemType = Literal["turn", "segment", "fact", "profile", "preference", "knowledge", "chunk"]
 Status = Literal["generated", "activated", "merged", "archived", "frozen", "deleted"]
+#: What a piece of feedback asks (``MemoryOS.feedback``; read by ``reader.corrections``).
+FeedbackKind = Literal["confirm", "correct", "invalidate", "forget"]
 
 ROLES: tuple[str, ...] = get_args(Role)
 CUBE_KINDS: tuple[str, ...] = get_args(CubeKind)
@@ -26,6 +28,7 @@ PERMISSIONS: tuple[str, ...] = get_args(Permission)
 TIERS: tuple[str, ...] = get_args(Tier)
 ITEM_TYPES: tuple[str, ...] = get_args(ItemType)
 STATUSES: tuple[str, ...] = get_args(Status)
+FEEDBACK_KINDS: tuple[str, ...] = get_args(FeedbackKind)
 #: Types made from other items, which name them in ``sources`` (erased with them).
 DERIVED_TYPES: tuple[str, ...] = ("segment", "fact", "profile", "preference", "knowledge")
 #: Statuses a default search returns (DESIGN §4.1).
@@ -188,6 +191,9 @@ class MemoryItem:
     sources: list[Source] = field(default_factory=list)
     #: for a mid-tier page (a turn moved out of the working tier): the segment it belongs to
     segment_id: str | None = None
+    #: when the item stops existing: from then on no read returns it, and the ``expire`` task
+    #: erases it (``memory.expiry``); None: it never expires
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -249,6 +255,18 @@ class Event:
     after: dict[str, Any] | None = None
     version: int | None = None
     reason: str | None = None
+
+
+@dataclass(frozen=True)
+class FeedbackResult:
+    """What ``MemoryOS.feedback`` did: the kind it read, the items it changed (confirmed,
+    superseded, archived or erased), and for a correction the item holding the corrected
+    statement."""
+
+    kind: FeedbackKind
+    cube_id: str
+    affected: list[str]
+    new_item_id: str | None = None
 
 
 @dataclass(frozen=True)

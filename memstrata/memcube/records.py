@@ -56,7 +56,7 @@ ITEM_FIELDS = (
     "id", "version", "tier", "type", "status", "session_id", "user_id", "agent_id", "role",
     "speaker", "text", "key", "keywords", "tags", "metadata", "external_id", "event_time",
     "created_at", "updated_at", "valid_from", "valid_to", "merged_into", "confidence", "pinned",
-    "access_count", "last_accessed_at", "heat", "sources", "segment_id",
+    "access_count", "last_accessed_at", "heat", "sources", "segment_id", "expires_at",
 )  # fmt: skip
 _VERSION_FIELDS = ("version", "at", "actor", "reason", "item")
 _EVENT_FIELDS = ("at", "actor", "item_id", "op", "version", "reason", "before", "after")
@@ -187,6 +187,7 @@ def _item_record(item: MemoryItem) -> dict[str, Any]:
         "access_count": item.access_count,
         "last_accessed_at": _iso_or_none(item.last_accessed_at), "heat": item.heat,
         "sources": [s.to_dict() for s in item.sources], "segment_id": item.segment_id,
+        "expires_at": _iso_or_none(item.expires_at),
     }  # fmt: skip
 
 
@@ -319,6 +320,7 @@ def _item_from_fields(f: Fields, cube_id: str) -> MemoryItem:
         heat=f.number("heat"),
         sources=f.sources("sources"),
         segment_id=f.string("segment_id"),
+        expires_at=f.optional_time("expires_at"),
     )
 
 

@@ -22,6 +22,7 @@ from memstrata.limits import (
     MAX_TOP_K,
     check_text,
 )
+from memstrata.memory import expiry
 from memstrata.memory.access import check_id, check_int, check_reason
 from memstrata.memory.components import Components
 from memstrata.memory.embedding import embed_items
@@ -49,18 +50,23 @@ class Items:
         user_id: str,
         cube_id: str,
         session_id: str | None = None,
+        expires_at: Any = None,
     ) -> list[str]:
         """Store each message as a ``working``/``turn`` item; return their ids in order.
 
         Searchable as soon as this returns.  A message whose ``id`` is already stored in the cube
         with the same content is not stored twice (its existing id is returned); with other
-        content it is a ``ConflictError``.
+        content it is a ``ConflictError``.  Each turn expires (``memory.expiry``) at its
+        message's ``expires_at``, else at this call's, else after the cube's ``ttl_days_turn``;
+        never when none is given.
         """
         parsed = parse_messages(messages)
         if session_id is not None:
             check_id(session_id, "session_id")
-        self._access.writable_cube(user_id, cube_id)
+        given = expiry.parse_expiry(expires_at)
+        cube = self._access.writable_cube(user_id, cube_id)
         now = utcnow()
+        default = given or expiry.default_expiry(cube, "turn", now)
         items = [
             MemoryItem(
                 id=new_id(),
@@ -75,6 +81,7 @@ class Items:
                 event_time=m.timestamp or now,
                 created_at=now,
                 updated_at=now,
+                expires_at=m.expires_at or default,
             )
             for m in parsed
         ]
@@ -91,13 +98,16 @@ class Items:
         cube_id: str,
         session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        expires_at: Any = None,
     ) -> list[str]:
         """Parse a document (.txt .md .json .pdf, as bytes) and store it as ``long``/``chunk`` items.
 
         Chunks follow ``chunk_size``/``chunk_overlap`` (see ``reader.documents``); each has
         ``sources = [{"uri": "document:<filename>", "span": [start, end]}]`` and metadata naming
         the document, its SHA-256 and the chunk's place.  Adding the same bytes again stores
-        nothing new and returns the same ids.  Returns the chunk ids in document order.
+        nothing new and returns the same ids.  Returns the chunk ids in document order.  The
+        chunks expire at ``expires_at``, else after the cube's ``ttl_days_chunk`` (never when
+        neither is given; ``memory.expiry``).
         """
         if not isinstance(data, (bytes, bytearray)):
             raise ValidationError("a document must be given as bytes")
@@ -112,12 +122,14 @@ class Items:
         extra = parse_metadata(metadata, "metadata")
         if session_id is not None:
             check_id(session_id, "session_id")
+        given = expiry.parse_expiry(expires_at)
         settings = self._parts.settings
         text = documents.parse_document(filename, bytes(data))
         chunks = documents.chunk_text(text, settings.chunk_size, settings.chunk_overlap)
-        self._access.writable_cube(user_id, cube_id)
+        cube = self._access.writable_cube(user_id, cube_id)
         digest = hashlib.sha256(data).hexdigest()
         now = utcnow()
+        until = given or expiry.default_expiry(cube, "chunk", now)
         items = [
             MemoryItem(
                 id=new_id(),
@@ -141,6 +153,7 @@ class Items:
                 event_time=now,
                 created_at=now,
                 updated_at=now,
+                expires_at=until,
             )
             for n, chunk in enumerate(chunks)
         ]
@@ -163,12 +176,16 @@ class Items:
         limit: int = 100,
         offset: int = 0,
     ) -> list[MemoryItem]:
-        """A page of a cube's items passing ``filters``, oldest event first (needs ``read``)."""
+        """A page of a cube's items passing ``filters``, oldest event first (needs ``read``).
+
+        Expired items are left out (``memory.expiry``): until the sweep erases them a page may
+        hold fewer than ``limit`` items."""
         check_int(limit, "limit", 1, MAX_TOP_K)
         check_int(offset, "offset", 0, MAX_OFFSET)
         parsed = parse_filters(filters)
         self._access.cube(user_id, cube_id, "read")
-        return self._store.list_items(cube_id, parsed, limit=limit, offset=offset)
+        page = self._store.list_items(cube_id, parsed, limit=limit, offset=offset)
+        return expiry.visible(self._store, page)
 
     def get(
         self, item_id: str, *, user_id: str, cube_id: str | None = None, as_of: Any = None
@@ -177,9 +194,10 @@ class Items:
 
         With ``as_of`` (a time): the version current at that time; ``ItemNotFound`` if the item
         did not exist yet.  A time in the future or before the cube existed is a
-        ``ValidationError``.
+        ``ValidationError``.  An expired item (``memory.expiry``) is ``ItemNotFound``, whatever
+        ``as_of``.
         """
-        item = self._access.item(item_id, user_id, "read", cube_id)
+        item = self._readable(item_id, user_id, cube_id)
         if as_of is None:
             return item
         cube = self._access.cube(user_id, item.cube_id, "read")
@@ -195,11 +213,15 @@ class Items:
         """The items of the item's cube that cite it in their ``sources`` (facts, profile
         entries, segments made from it), oldest event first, whatever their status (needs
         ``read``).  Reads the cube's derived items: meant for one item at a time."""
-        item = self._access.item(item_id, user_id, "read", cube_id)
+        item = self._readable(item_id, user_id, cube_id)
         derived = self._store.list_items(
             item.cube_id, Filters(types=DERIVED_TYPES, statuses=STATUSES)
         )
         return [d for d in derived if any(s.item_id == item.id for s in d.sources)]
+
+    def _readable(self, item_id: str, user_id: str, cube_id: str | None) -> MemoryItem:
+        """The item, once ``user_id`` may read it and it has not expired (else not found)."""
+        return expiry.check_live(self._store, self._access.item(item_id, user_id, "read", cube_id))
 
     def update(
         self,
@@ -210,22 +232,34 @@ class Items:
         metadata: Mapping[str, Any] | None = None,
         reason: str | None = None,
         cube_id: str | None = None,
+        expires_at: Any = None,
     ) -> MemoryItem:
-        """Write a new version with new text and/or metadata (re-embedded); returns it."""
-        if text is None and metadata is None:
-            raise ValidationError("nothing to update", hint="pass text= and/or metadata=")
+        """Write a new version with new text (re-embedded), metadata and/or expiry; returns it.
+
+        ``expires_at``: a time (ISO 8601, epoch seconds or a datetime; a past one makes the item
+        gone at once), ``"never"`` to remove its expiry, None to leave it.  An expired item is
+        ``ItemNotFound`` (``memory.expiry``)."""
         changes: dict[str, Any] = {}
         if text is not None:
             changes["text"] = parse_content(text, "text")
         if metadata is not None:
             changes["metadata"] = parse_metadata(metadata, "metadata")
+        change_expiry, until = expiry.update_value(expires_at)
+        if change_expiry:
+            changes["expires_at"] = until
+        if not changes:
+            raise ValidationError(
+                "nothing to update", hint="pass text=, metadata= and/or expires_at="
+            )
         check_reason(reason)
         # The caller names no version, so a background write landing between this read and
         # the write (the tiers moving the turn, a visit count) is no conflict of theirs: read
         # again and apply the same change (seen in the soak as a 409 on a plain update).
         attempt = 1
         while True:
-            item = self._access.item(item_id, user_id, "write", cube_id)
+            item = expiry.check_live(
+                self._store, self._access.item(item_id, user_id, "write", cube_id)
+            )
             states.check_writable(item.id, item.status)
             self._access.check_item_embedder(item)
             try:
@@ -258,8 +292,9 @@ class Items:
         return self._store.update_item(deleted, None, op="delete", actor=user_id, reason=reason)
 
     def history(self, item_id: str, *, user_id: str, cube_id: str | None = None) -> list[Version]:
-        """Every version of an item, oldest first, with who made it, when and why."""
-        item = self._access.item(item_id, user_id, "read", cube_id)
+        """Every version of an item, oldest first, with who made it, when and why (none for an
+        expired item: ``ItemNotFound``)."""
+        item = self._readable(item_id, user_id, cube_id)
         return self._store.versions(item.id)
 
     def reembed(

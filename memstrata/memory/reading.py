@@ -15,7 +15,7 @@ from typing import Any
 from memstrata.filters import Filters, parse_filters
 from memstrata.lifecycle import states
 from memstrata.limits import MAX_BUDGET, MAX_ID_CHARS, MAX_TOP_K, check_text
-from memstrata.memory import shaping
+from memstrata.memory import expiry, shaping
 from memstrata.memory.access import check_int, check_query
 from memstrata.memory.components import Components
 from memstrata.model import Cube, Hit, ItemType, MemoryItem, Preference, ProfileAttribute
@@ -71,9 +71,9 @@ class Reading:
             self._access.check_embedder(cube)
         scope = [c.cube_id for c in cubes]
         parts = self._parts
-        return search_as_of(
-            self._store, parts.embedder, parts.search_settings(), query, scope, parsed, top_k, at
-        )
+        return expiry.search(self._store, scope, top_k, lambda k: search_as_of(
+            self._store, parts.embedder, parts.search_settings(), query, scope, parsed, k, at
+        ))  # fmt: skip
 
     def _search(self, query: str, cubes: list[Cube], top_k: int, filters: Filters) -> list[Hit]:
         """``search`` over cubes already checked readable; counts the hits' reads."""
@@ -84,7 +84,9 @@ class Reading:
             self._access.check_embedder(cube)
         scope = [c.cube_id for c in cubes]
         parts = self._parts
-        hits = hybrid_search(self._store, parts.embedder, settings, query, scope, filters, top_k)
+        hits = expiry.search(self._store, scope, top_k, lambda k: hybrid_search(
+            self._store, parts.embedder, settings, query, scope, filters, k
+        ))  # fmt: skip
         parts.tiers.note_reads(h.item for h in hits)
         return hits
 
@@ -127,6 +129,7 @@ class Reading:
             for cube in cubes:
                 recent.extend(self._store.list_items(cube.cube_id, working))
             recent.sort(key=lambda i: (i.event_time, i.id))
+        hits, recent = expiry.visible_hits(self._store, hits), expiry.visible(self._store, recent)
         profile = [a.text for a in self._profile(cubes)]
         with CLOCK.timed("pack"):
             return pack(hits, recent, budget_tokens, profile=profile)
@@ -144,6 +147,7 @@ class Reading:
         )  # fmt: skip
         turns = Filters(tiers=("working",), types=("turn",))
         working = self._store.list_items(cube_id, turns, descending=True, limit=MAX_TOP_K)
+        working = expiry.visible(self._store, working)
         summary = self.profile_summary(user_id=user_id, cube_id=cube_id)
         return shaping.recall(ctx, working[::-1], summary)
 
@@ -180,12 +184,12 @@ class Reading:
     def _current(self, cubes: list[Cube], kind: ItemType) -> list[MemoryItem]:
         """The long-tier items of type ``kind`` in ``cubes`` that still hold (no ``valid_to``)."""
         wanted = Filters(tiers=("long",), types=(kind,))
-        return [
+        return expiry.visible(self._store, [
             item
             for cube in cubes
             for item in self._store.list_items(cube.cube_id, wanted)
             if item.valid_to is None
-        ]
+        ])  # fmt: skip
 
 
 def _attribute(item: MemoryItem) -> ProfileAttribute:

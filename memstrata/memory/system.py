@@ -15,6 +15,8 @@ part that owns its concern (see ``memory.delegate``):
 ``memory.chat``        chat and chat_stream
 ``memory.governance``  transitions, rollback, audit, erasure, MemCube export and import
 ``memory.background``  wait, tasks, retry a failed task, consolidate, artifacts, KV cache, LoRA
+``memory.feedback``    feedback: a correction, a confirmation, "that's wrong", "forget that"
+``memory.expiry``      expire: erase what has expired now (the ``expire`` task does it anyway)
 =====================  ==========================================================================
 """
 
@@ -34,6 +36,8 @@ from memstrata.memory.background import Background
 from memstrata.memory.chat import Chat
 from memstrata.memory.components import Components
 from memstrata.memory.delegate import Delegate
+from memstrata.memory.expiry import Expiry, ExpiryTasks
+from memstrata.memory.feedback import Feedback
 from memstrata.memory.governance import Governance
 from memstrata.memory.indexing import IndexTasks
 from memstrata.memory.items import Items
@@ -95,6 +99,12 @@ class MemoryOS(Closing):
         self._chat = Chat(parts, self._reading, self._items)
         self._governance = Governance(parts, self._items)
         self._background = Background(parts)
+        #: the ``expire`` task and the sweep that queues it (``memory.expiry``)
+        self.expiry_tasks = ExpiryTasks(
+            store, self.scheduler, parts.forget, settings.expiry_sweep_s
+        )
+        self._expiry = Expiry(parts, self.expiry_tasks)
+        self._feedback = Feedback(parts, self._items)
         self.scheduler.start()
 
     @property
@@ -158,6 +168,7 @@ class MemoryOS(Closing):
         the closed store.  Nothing is left ``running``.  Stop the calls in flight first.
         """
         try:
+            self.expiry_tasks.close()
             self.tiers.flush_reads(force=True)
         finally:
             self.scheduler.close(timeout=TASKS_GRACE_S)
@@ -235,3 +246,7 @@ class MemoryOS(Closing):
     queue_adapter = Delegate("_background", Background.queue_adapter)
     train_adapter = Delegate("_background", Background.train_adapter)
     generate_with_adapter = Delegate("_background", Background.generate_with_adapter)
+
+    # -- truth over time: corrections (memory.feedback) and expiry (memory.expiry) -----------
+    feedback = Delegate("_feedback", Feedback.feedback)
+    expire = Delegate("_expiry", Expiry.expire)

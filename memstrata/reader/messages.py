@@ -2,8 +2,8 @@
 
 A message is a mapping with ``content`` (a non-empty string) and optionally ``role`` (default
 ``"user"``), ``name`` (the speaker), ``timestamp`` (ISO 8601, epoch seconds or datetime; when it
-happened), ``id`` (the caller's own id, stored as ``external_id``) and ``metadata`` (a JSON
-object).  Anything else is a ``ValidationError`` raised before anything is written.
+happened), ``id`` (the caller's own id, stored as ``external_id``), ``metadata`` (a JSON
+object) and ``expires_at`` (a time as ``timestamp``; when the memory stops existing).  Anything else is a ``ValidationError`` raised before anything is written.
 
 The bounds are ``memstrata.limits``'s, each named in its error: at most ``MAX_MESSAGES`` messages
 and ``MAX_ADD_CHARS`` characters of content per call, ``MAX_CONTENT_CHARS`` per message,
@@ -35,7 +35,7 @@ from memstrata.limits import (
 )
 from memstrata.model import parse_time
 
-_KEYS = ("role", "content", "timestamp", "name", "id", "metadata")
+_KEYS = ("role", "content", "timestamp", "name", "id", "metadata", "expires_at")
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class Message:
     timestamp: datetime | None = None
     external_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    expires_at: datetime | None = None
 
 
 def parse_messages(messages: object) -> list[Message]:
@@ -125,6 +126,7 @@ def _message(raw: object, where: str) -> Message:
     if "content" not in raw:
         raise ValidationError(f"{where} has no content")
     timestamp = raw.get("timestamp")
+    expires_at = raw.get("expires_at")
     return Message(
         content=parse_content(raw["content"], f"{where}.content"),
         role=_line(raw.get("role", "user"), f"{where}.role"),
@@ -132,6 +134,7 @@ def _message(raw: object, where: str) -> Message:
         timestamp=None if timestamp is None else _event_time(timestamp, f"{where}.timestamp"),
         external_id=_external_id(raw.get("id"), where),
         metadata=parse_metadata(raw.get("metadata"), f"{where}.metadata"),
+        expires_at=None if expires_at is None else parse_time(expires_at, f"{where}.expires_at"),
     )
 
 

@@ -243,6 +243,9 @@ class MemoryOut(_Out):
     heat: float | None
     sources: list[SourceOut]
     segment_id: str | None = Field(description="A mid-tier page's segment.")
+    expires_at: datetime | None = Field(
+        description="When it stops existing (gone from every read, then erased); null: never."
+    )
 
     @classmethod
     def of(cls, item: MemoryItem) -> MemoryOut:

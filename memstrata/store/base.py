@@ -8,7 +8,7 @@ Protocol            what                                                        
 ``ItemStore``       memory items with their vectors and full text                            11
 ``SearchIndex``     the keyword and dense channels, plus what a ranking reads back            4
 ``HistoryStore``    versions, events, a cube as it stood, and a search index over that        4
-``ErasureStore``    content removed for good (erasure, cube deletion)                         3
+``ErasureStore``    content removed for good (erasure, cube deletion), expired items          4
 ``UsageStore``      LLM calls and tokens per cube                                             2
 ``ArchiveStore``    whole cubes as ``MemCube`` objects (export and import)                    4
 ``Store``           all of the above, plus file-level settings and ``close``                   +3
@@ -274,6 +274,13 @@ class ErasureStore(Protocol):
 
     def cubes_with_items_of(self, user_id: str) -> list[str]:
         """The cubes holding items added by ``user_id`` (their ``user_id``), by id."""
+
+    def expired_items(
+        self, at: datetime, limit: int, cube_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]:
+        """(cube id, item id) of the items whose ``expires_at`` is at or before ``at``, earliest
+        expiry first, at most ``limit``; only those of ``cube_ids`` when given.  Whatever their
+        status; an erased item never (erasure clears its ``expires_at``)."""
 
     def erase_items(
         self,

@@ -36,7 +36,7 @@ ITEM_COLUMNS = (
     "id", "cube_id", "version", "tier", "type", "status", "session_id", "user_id", "agent_id",
     "role", "speaker", "text", "key", "keywords", "tags", "metadata", "external_id", "event_time",
     "created_at", "updated_at", "valid_from", "valid_to", "merged_into", "confidence", "pinned",
-    "access_count", "last_accessed_at", "heat", "sources", "segment_id",
+    "access_count", "last_accessed_at", "heat", "sources", "segment_id", "expires_at",
 )  # fmt: skip
 ARTIFACT_COLUMNS = "artifact_id, kind, path, fingerprint, sha256, size_bytes, metadata, created_at"
 #: A cube's version snapshots with their items' ids, in order (``versions_by_item`` reads them).
@@ -44,7 +44,10 @@ VERSION_COLUMNS = "v.item_id, v.version, v.snapshot, v.at, v.actor, v.reason"
 USER_COLUMNS = "user_id, name, role, created_at"
 CUBE_COLUMNS = "cube_id, name, owner, kind, settings, embedder, created_at"
 EVENT_COLUMNS = "seq, at, actor, cube_id, item_id, op, before, after, version, reason"
-_TIMES = ("event_time", "created_at", "updated_at", "valid_from", "valid_to", "last_accessed_at")
+_TIMES = (
+    "event_time", "created_at", "updated_at", "valid_from", "valid_to", "last_accessed_at",
+    "expires_at",
+)  # fmt: skip
 _JSON = ("keywords", "tags", "metadata")
 
 
@@ -103,7 +106,8 @@ def item_from_dict(row: dict[str, Any] | Any) -> MemoryItem:
         last_accessed_at=from_epoch(get("last_accessed_at")),
         heat=get("heat"),
         sources=[Source.from_dict(s) for s in _loads(get("sources"))],
-        segment_id=_segment_id(get),
+        segment_id=_optional(get, "segment_id"),
+        expires_at=from_epoch(_optional(get, "expires_at")),
     )
 
 
@@ -116,13 +120,13 @@ def _loads(text: str) -> Any:
     return json.loads(text)
 
 
-def _segment_id(get: Any) -> str | None:
-    """The page's segment; absent from version snapshots written before schema 2."""
+def _optional(get: Any, column: str) -> Any:
+    """A column added after schema 1 (``segment_id`` in 2, ``expires_at`` in 8), or None: version
+    snapshots written before it have no such key."""
     try:
-        value: str | None = get("segment_id")
+        return get(column)
     except (KeyError, IndexError):  # a dict says KeyError, a sqlite3.Row IndexError
         return None
-    return value
 
 
 def to_datetime(seconds: float) -> datetime:

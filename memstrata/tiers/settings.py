@@ -31,6 +31,8 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "beta": (0.0, 1e6, "heat weight of pages"),
     "gamma": (0.0, 1e6, "heat weight of recency"),
     "tau_hours": (1e-3, 1e6, "recency time constant in hours"),
+    "ttl_days_turn": (0.0, 1e5, "days an added turn lives before it expires; 0: never"),
+    "ttl_days_chunk": (0.0, 1e5, "days a document's chunk lives before it expires; 0: never"),
 }
 
 
@@ -46,6 +48,10 @@ class TierSettings:
     beta: float = 1.0
     gamma: float = 1.0
     tau_hours: float = 24.0
+    #: a default lifetime for what ``add`` and ``add_document`` store (``memory.expiry``);
+    #: derived items need none: they go with their sources
+    ttl_days_turn: float = 0.0
+    ttl_days_chunk: float = 0.0
 
     @classmethod
     def parse(cls, values: Mapping[str, Any] | None) -> TierSettings:

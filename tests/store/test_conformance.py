@@ -100,6 +100,7 @@ def test_items_round_trip_every_field(store: Store) -> None:
         confidence=0.5,
         pinned=True,
         heat=2.5,
+        expires_at=datetime(2031, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc),
     )
     (stored_id,) = add(store, (full, unit(0)))
     (got,) = store.get_items([stored_id])
@@ -441,6 +442,31 @@ def test_erased_items_leave_no_past_state(store: Store) -> None:
     assert store.keyword_search("secret", ["c1"], Filters(statuses=("deleted",)), 5) == []
     assert store.versions(ids[0]) == []
     assert store.cubes_with_items_of("u1") == ["c1"]
+
+
+def test_expired_items_are_found_by_time_and_cube_until_erased(store: Store) -> None:
+    """Issue 25 (expiry): ``expired_items`` lists what expired at a time, earliest first, in
+    the cubes asked about; an erased item never (erasure clears its expiry); the expiry is
+    kept in every version."""
+    at = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    late, early, _never, _later, other = add(
+        store,
+        (item("late", expires_at=at - timedelta(hours=1)), unit(0)),
+        (item("early", expires_at=at - timedelta(days=1)), unit(1)),
+        (item("never"), unit(2)),
+        (item("later", expires_at=at + timedelta(seconds=1)), unit(3)),
+        (item("other", cube="c2", expires_at=at), unit(4)),
+    )
+    assert store.expired_items(at, 10) == [("c1", early), ("c1", late), ("c2", other)]
+    assert store.expired_items(at, 1) == [("c1", early)]
+    assert store.expired_items(at, 10, ["c2"]) == [("c2", other)]
+    assert store.expired_items(at, 10, []) == []
+    (stored,) = store.get_items([late])
+    store.update_item(replace(stored, expires_at=None), None, op="update", actor="u1")
+    assert [v.item.expires_at for v in store.versions(late)] == [at - timedelta(hours=1), None]
+    assert store.erase_items([early], "u1", "expired") == 1
+    assert store.expired_items(at, 10) == [("c2", other)]
+    assert store.get_items([early])[0].expires_at is None
 
 
 def test_artifacts_are_written_listed_and_deleted_with_their_files(store: Store) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -23,6 +24,7 @@ from memstrata.store.postgres.connection import PostgresDatabase, first_line
 _ERASE = (
     "UPDATE items SET text = '', key = NULL, keywords = '[]', tags = '[]', metadata = '{}', "
     "speaker = NULL, external_id = NULL, sources = '[]', status = 'deleted', tsv = NULL, "
+    "expires_at = NULL, "
     "doclen = 0, vector = NULL, dim = NULL, embedder = NULL, version = version + 1, "
     "updated_at = extract(epoch FROM clock_timestamp()), seq = nextval('item_seq') "
     "WHERE id = ANY(%s)"
@@ -39,6 +41,18 @@ class PostgresErasure(PostgresDatabase):
     def cubes_with_items_of(self, user_id: str) -> list[str]:
         sql = "SELECT DISTINCT cube_id FROM items WHERE user_id = %s ORDER BY cube_id"
         return [r[0] for r in self.rows(sql, (user_id,))]
+
+    def expired_items(
+        self, at: datetime, limit: int, cube_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]:
+        # The partial index items_expiry holds only items with an expiry (erasure clears it).
+        scope = "" if cube_ids is None else " AND cube_id = ANY(%(cubes)s)"
+        sql = (
+            "SELECT cube_id, id FROM items WHERE expires_at IS NOT NULL AND expires_at <= %(at)s"
+            f"{scope} ORDER BY expires_at, id LIMIT %(limit)s"
+        )
+        params = {"at": at.timestamp(), "cubes": list(cube_ids or []), "limit": limit}
+        return [(r[0], r[1]) for r in self.rows(sql, params)]
 
     def erase_items(
         self,

@@ -205,10 +205,17 @@ CREATE TABLE llm_usage_daily (
 )
 """
 
+# An item may expire (memory.expiry); the sweep reads a partial index of the items that do.
+_V3 = """
+ALTER TABLE items ADD COLUMN expires_at DOUBLE PRECISION;
+CREATE INDEX items_expiry ON items (expires_at) WHERE expires_at IS NOT NULL
+"""
+
 #: version → (name, SQL statements separated by ";\n" at the end of a line).
 MIGRATIONS: dict[int, tuple[str, str]] = {
     1: ("data model", _V1),
     2: ("llm usage per day", _V2),
+    3: ("item expiry", _V3),
 }
 LATEST = max(MIGRATIONS)
 

@@ -13,7 +13,9 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from memstrata.errors import StorageError
 from memstrata.store.sqlite import writes
@@ -22,7 +24,7 @@ from memstrata.store.sqlite.connection import SQLiteDatabase
 # An erased item keeps identity, placement and times; everything said in it goes.
 _ERASE = (
     "UPDATE items SET text = '', key = NULL, keywords = '[]', tags = '[]', metadata = '{}', "
-    "speaker = NULL, external_id = NULL, sources = '[]', status = 'deleted', "
+    "speaker = NULL, external_id = NULL, sources = '[]', status = 'deleted', expires_at = NULL, "
     "version = version + 1, updated_at = ?, seq = ? WHERE rid = ?"
 )
 _BLANK_EVENTS = "UPDATE events SET before = NULL, after = NULL, reason = NULL"
@@ -35,6 +37,18 @@ class SQLiteErasure(SQLiteDatabase):
     def cubes_with_items_of(self, user_id: str) -> list[str]:
         sql = "SELECT DISTINCT cube_id FROM items WHERE user_id = ? ORDER BY cube_id"
         return [r[0] for r in self.reader().execute(sql, (user_id,))]
+
+    def expired_items(
+        self, at: datetime, limit: int, cube_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]:
+        # The partial index items_expiry holds only items with an expiry (erasure clears it).
+        sql = "SELECT cube_id, id FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?"
+        params: list[Any] = [at.timestamp()]
+        if cube_ids is not None:
+            sql += f" AND cube_id IN ({', '.join('?' * len(cube_ids))})"
+            params.extend(cube_ids)
+        sql += " ORDER BY expires_at, id LIMIT ?"
+        return [(r[0], r[1]) for r in self.reader().execute(sql, [*params, limit])]
 
     def erase_items(
         self,

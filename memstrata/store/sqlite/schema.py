@@ -107,6 +107,14 @@ def _v7(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration(8, "item expiry")
+def _v8(conn: sqlite3.Connection) -> None:
+    # An item may expire (memory.expiry): the sweep finds the due ones through a partial index
+    # holding only the items that have an expiry, so it costs nothing for the rest.
+    conn.execute("ALTER TABLE items ADD COLUMN expires_at REAL")
+    conn.execute("CREATE INDEX items_expiry ON items (expires_at) WHERE expires_at IS NOT NULL")
+
+
 LATEST = max(_MIGRATIONS)
 
 
