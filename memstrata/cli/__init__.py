@@ -8,7 +8,7 @@ line and status 2.
 
 The root group and what commands share are in ``app``; the commands in ``users``, ``cubes``,
 ``memories``, ``tasks``, ``memcube``, ``evals``, ``demo``, ``serve``, ``worker``, ``migrate``,
-``vacuum`` and ``mcp``; text rendering in ``render``; the progress bar of long commands in ``progress``.  ``cli``
+``vacuum``, ``truth`` (feedback, expire) and ``mcp``; text rendering in ``render``; the progress bar of long commands in ``progress``.  ``cli``
 is the group, ``main`` the console script.
 """
 
@@ -27,6 +27,7 @@ from memstrata.cli.memcube import export_command, import_command
 from memstrata.cli.migrate import migrate_command
 from memstrata.cli.serve import serve
 from memstrata.cli.tasks import tasks
+from memstrata.cli.truth import expire_command, feedback_command
 from memstrata.cli.users import users
 from memstrata.cli.vacuum import vacuum_command
 from memstrata.cli.worker import worker
@@ -35,7 +36,7 @@ __all__ = ["cli", "main"]
 
 for _command in (users, cubes, adapt_command, *memories.COMMANDS, tasks, demo, eval_group,
                  bench_group, mcp, export_command, import_command, migrate_command, serve,
-                 worker, vacuum_command):  # fmt: skip
+                 worker, vacuum_command, feedback_command, expire_command):  # fmt: skip
     cli.add_command(_command)
 
 

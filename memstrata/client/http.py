@@ -84,6 +84,8 @@ class Client:
     update = Delegate("_items", Items.update)
     delete = Delegate("_items", Items.delete)
     history = Delegate("_items", Items.history)
+    feedback = Delegate("_items", Items.feedback)
+    expire = Delegate("_items", Items.expire)
     transition = Delegate("_items", Items.transition)
     rollback = Delegate("_items", Items.rollback)
     erase = Delegate("_items", Items.erase)

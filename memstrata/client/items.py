@@ -9,8 +9,8 @@ from typing import Any
 
 from memstrata.client.transport import Transport, When, load_as, path_segment, read, time_param
 from memstrata.errors import ValidationError
-from memstrata.model import Event, MemoryItem, Version
-from memstrata.wire import item_from_wire, version_from_wire
+from memstrata.model import Event, FeedbackResult, MemoryItem, Version
+from memstrata.wire import item_from_wire, record_from_wire, version_from_wire
 
 #: The filters ``GET /memories/{cube_id}`` lists by (query parameters).
 LIST_FILTERS = ("session_id", "tier", "type", "status")
@@ -28,9 +28,13 @@ class Items:
         *,
         cube_id: str,
         session_id: str | None = None,
+        expires_at: When | None = None,
     ) -> list[str]:
-        """Store chat messages (or one string) as turns; their ids in order (``MemoryOS.add``)."""
+        """Store chat messages (or one string) as turns; their ids in order (``MemoryOS.add``;
+        ``expires_at``: when they stop existing)."""
         body = {"cube_id": cube_id, "messages": messages, "session_id": session_id}
+        if expires_at is not None:
+            body["expires_at"] = time_param(expires_at)
         return list(self._http.json("POST", "/memories", body=body)["ids"])
 
     def add_document(
@@ -93,10 +97,35 @@ class Items:
         text: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         reason: str | None = None,
+        expires_at: When | None = None,
     ) -> MemoryItem:
-        """Write a new version with new ``text`` and/or ``metadata``; returns it."""
-        body = {"text": text, "metadata": metadata, "reason": reason}
+        """Write a new version with new ``text``, ``metadata`` and/or ``expires_at`` (a time, or
+        ``"never"`` to remove it); returns it."""
+        body: dict[str, Any] = {"text": text, "metadata": metadata, "reason": reason}
+        if expires_at is not None:
+            body["expires_at"] = "never" if expires_at == "never" else time_param(expires_at)
         return self._item("PUT", _item_path(cube_id, item_id), body=body)
+
+    def feedback(
+        self,
+        text: str,
+        *,
+        cube_id: str,
+        item_ids: Sequence[str] | None = None,
+        corrected: str | None = None,
+    ) -> FeedbackResult:
+        """A correction, rejection, request to forget or confirmation, read and applied to
+        ``item_ids`` or the memories the text is about (``MemoryOS.feedback``)."""
+        body = {
+            "cube_id": cube_id, "text": text, "corrected": corrected,
+            "item_ids": None if item_ids is None else list(item_ids),
+        }  # fmt: skip
+        return record_from_wire(FeedbackResult, self._http.json("POST", "/feedback", body=body))
+
+    def expire(self, *, cube_id: str | None = None) -> int:
+        """Erase the memories of ``cube_id`` (every cube, for an administrator) whose expiry has
+        passed, now; how many went (``MemoryOS.expire``)."""
+        return int(self._http.json("POST", "/expire", body={"cube_id": cube_id})["erased"])
 
     def delete(self, item_id: str, *, cube_id: str, reason: str | None = None) -> MemoryItem:
         """Soft-delete: status ``deleted``, out of search, history kept.  Idempotent."""

@@ -16,7 +16,7 @@ which document them in OpenAPI; the plain records (``User``, ``Cube``, ``Grant``
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
@@ -28,6 +28,7 @@ from memstrata.limits import (
     MAX_CONTENT_CHARS,
     MAX_CUBE_IDS,
     MAX_DISPLAY_NAME,
+    MAX_FEEDBACK_TARGETS,
     MAX_KEY_LABEL,
     MAX_MESSAGES,
     MAX_QUERY_CHARS,
@@ -40,6 +41,8 @@ from memstrata.memcube import Artifact
 from memstrata.model import (
     ApiKey,
     CubeKind,
+    FeedbackKind,
+    FeedbackResult,
     Hit,
     ItemType,
     MemoryItem,
@@ -178,12 +181,17 @@ class AddIn(_Body):
         | None
     ) = Field(
         default=None,
-        description="Chat messages: each {content, role?, name?, timestamp?, id?, metadata?}.",
+        description=(
+            "Chat messages: each {content, role?, name?, timestamp?, id?, metadata?, expires_at?}."
+        ),
     )
     memory_content: str | None = Field(
         default=None, max_length=MAX_CONTENT_CHARS, description="One text to remember."
     )
     session_id: str | None = None
+    expires_at: datetime | None = Field(
+        default=None, description="When these memories stop existing (a message's own wins)."
+    )
     user_id: str | None = _user_field()
 
 
@@ -196,6 +204,9 @@ class Added(BaseModel):
 class UpdateIn(_Body):
     text: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
     metadata: dict[str, Any] | None = None
+    expires_at: datetime | Literal["never"] | None = Field(
+        default=None, description='A new expiry; "never" removes it; null leaves it.'
+    )
     reason: str | None = Field(
         default=None, max_length=MAX_REASON, description="Why; kept in the history."
     )
@@ -401,6 +412,38 @@ class EraseIn(_Body):
 
 class Erased(BaseModel):
     erased: int = Field(description="How many items were erased (derived items included).")
+
+
+class ExpireIn(_Body):
+    cube_id: str | None = Field(default=None, description="Default: every cube (administrators).")
+
+
+class FeedbackIn(_Body):
+    """A correction, a rejection, a request to forget or a confirmation (docs/lifecycle.md)."""
+
+    cube_id: str = Field(validation_alias=AliasChoices("cube_id", "mem_cube_id"))
+    text: str = Field(max_length=MAX_QUERY_CHARS, description='e.g. "No, I moved to Porto".')
+    item_ids: list[str] | None = Field(
+        default=None, min_length=1, max_length=MAX_FEEDBACK_TARGETS,
+        description="The memories it is about; default: found by the text.",
+    )  # fmt: skip
+    corrected: str | None = Field(
+        default=None, max_length=MAX_CONTENT_CHARS, description="The corrected statement."
+    )
+    user_id: str | None = _user_field()
+
+
+class FeedbackOut(_Out):
+    """What the feedback did (``model.FeedbackResult``)."""
+
+    kind: FeedbackKind
+    cube_id: str
+    affected: list[str] = Field(description="Confirmed, superseded, archived or erased items.")
+    new_item_id: str | None = Field(description="A correction's new item.")
+
+    @classmethod
+    def of(cls, result: FeedbackResult) -> FeedbackOut:
+        return cls.model_validate(wire.to_wire(result))
 
 
 # -- operations ------------------------------------------------------------------------------

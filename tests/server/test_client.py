@@ -359,7 +359,7 @@ def full_item(user: Client, server: Server) -> MemoryItem:
         pinned=True, access_count=7, last_accessed_at=when + timedelta(hours=3), heat=2.5,
         sources=[Source(item_id="01J0000000000000000000SRC1", role="evidence"),
                  Source(uri="file:///notes.md", span=(3, 41))],
-        segment_id="01J0000000000000000000SEG1",
+        segment_id="01J0000000000000000000SEG1", expires_at=when + timedelta(days=9000),
     )  # fmt: skip
     memory.store.update_item(changed, None, op="update", actor=owner, reason="every field")
     item = memory.get(item_id, user_id=owner)

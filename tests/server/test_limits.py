@@ -31,7 +31,15 @@ from memstrata.limits import (
     MAX_WAIT_S,
     RUNTIME_RANGES,
 )
-from memstrata.model import CUBE_KINDS, ITEM_TYPES, PERMISSIONS, ROLES, STATUSES, TIERS
+from memstrata.model import (
+    CUBE_KINDS,
+    FEEDBACK_KINDS,
+    ITEM_TYPES,
+    PERMISSIONS,
+    ROLES,
+    STATUSES,
+    TIERS,
+)
 from memstrata.scheduler import TaskStatus
 from memstrata.server.mcp import Caller, build_server
 from memstrata.server.rest import create_app
@@ -43,7 +51,7 @@ TARGETS = get_args(states.Target)
 CORE_ENUMS = {
     tuple(values)
     for values in (ROLES, CUBE_KINDS, PERMISSIONS, TIERS, ITEM_TYPES, STATUSES,
-                   states.INCLUDABLE, TARGETS, get_args(TaskStatus))
+                   states.INCLUDABLE, TARGETS, get_args(TaskStatus), FEEDBACK_KINDS)
 }  # fmt: skip
 
 #: Each bound of the REST API: where → keyword → the core's value.
@@ -69,6 +77,8 @@ REST_BOUNDS: dict[str, dict[str, float]] = {
     "TransitionIn.reason": {"maxLength": MAX_REASON},
     "RollbackIn.reason": {"maxLength": MAX_REASON},
     "EraseIn.reason": {"maxLength": MAX_REASON},
+    "FeedbackIn.text": {"maxLength": MAX_QUERY_CHARS},
+    "FeedbackIn.corrected": {"maxLength": MAX_CONTENT_CHARS},
     "WaitIn.timeout_s": {"minimum": 0, "maximum": MAX_WAIT_S},
     "RollbackIn.version": {"minimum": 1},  # versions count from 1
     "GET /memories/{cube_id} ?limit": {"minimum": 1, "maximum": MAX_TOP_K},
@@ -96,6 +106,8 @@ MCP_BOUNDS: dict[str, dict[str, float]] = {
     "add_memory.user_input": {"maxLength": MAX_CONTENT_CHARS},
     "add_memory.agent_response": {"maxLength": MAX_CONTENT_CHARS},
     "update_memory.text": {"maxLength": MAX_CONTENT_CHARS},
+    "feedback.text": {"maxLength": MAX_QUERY_CHARS},
+    "feedback.corrected": {"maxLength": MAX_CONTENT_CHARS},
     **{f"{tool}.reason": {"maxLength": MAX_REASON} for tool in REASONED},
 }
 

@@ -151,6 +151,7 @@ async def test_stdio_every_tool_and_resource(prepared_db: Path, tmp_path: Path) 
         await _item_tools(session)
         await _lifecycle_tools(session)
         await _erase_tools(session)
+        await _feedback_tool(session)
         await _cube_tools(session)
         await _resources(session)
         await _errors(session)
@@ -354,6 +355,22 @@ async def _erase_tools(session: ClientSession) -> None:
     others = await fail(session, "erase_memory", subject_user_id="bob")
     assert "subject_user_id must be you ('alice')" in others
     assert "may not admin cube 'bobs'" in await fail(session, "erase_memory", cube_id="bobs")
+
+
+async def _feedback_tool(session: ClientSession) -> None:
+    """Issue 25: ``feedback`` confirms and corrects (the old memory stops holding, a new one
+    holds the correction); text that is no feedback is a one-line error."""
+    said = [{"role": "user", "content": "My bike is a red Cinelli."}]
+    (bike,) = (await call(session, "add_memories", messages=said))["ids"]
+    confirmed = await call(session, "feedback", text="yes, that's right", item_ids=[bike])
+    assert confirmed == {
+        "kind": "confirm", "cube_id": "notes", "affected": [bike], "new_item_id": None,
+    }  # fmt: skip
+    fixed = await call(session, "feedback", text="No, my bike is a blue Colnago", item_ids=[bike])
+    assert fixed["kind"] == "correct" and fixed["affected"] == [bike]
+    assert "Colnago" in (await call(session, "get_memory", memory_id=fixed["new_item_id"]))["text"]
+    assert (await call(session, "get_memory", memory_id=bike))["valid_to"] is not None
+    assert "cannot tell what this feedback asks" in await fail(session, "feedback", text="hmm")
 
 
 async def _cube_tools(session: ClientSession) -> None:

@@ -16,6 +16,7 @@ from memstrata.limits import (
     MAX_AUDIT_LIMIT,
     MAX_BUDGET,
     MAX_CONTENT_CHARS,
+    MAX_FEEDBACK_TARGETS,
     MAX_QUERY_CHARS,
     MAX_REASON,
     MAX_TOP_K,
@@ -77,6 +78,25 @@ TargetArg = Annotated[
     ),
 ]
 VersionArg = Annotated[int, Field(ge=1, description="The version to restore.")]
+FeedbackText = Annotated[
+    str,
+    Field(
+        max_length=MAX_QUERY_CHARS,
+        description='The feedback: "No, I moved to Porto, not Lisbon", "that\'s wrong", '
+        '"forget that I smoke", "yes, that\'s right".',
+    ),
+]
+FeedbackIds = Annotated[
+    list[str] | None,
+    Field(
+        min_length=1,
+        max_length=MAX_FEEDBACK_TARGETS,
+        description="The memories it is about; default: found by the text.",
+    ),
+]
+Corrected = Annotated[
+    str | None, Field(max_length=MAX_CONTENT_CHARS, description="The corrected statement.")
+]
 # The core checks the audit limit itself: its one-line message names the range, where a schema
 # error would be the SDK's several lines.
 AuditLimit = Annotated[int, Field(description=f"Most events, 1 to {MAX_AUDIT_LIMIT}.")]

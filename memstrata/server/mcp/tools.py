@@ -21,10 +21,13 @@ from memstrata.server.mcp.args import (
     AuditCube,
     AuditLimit,
     Budget,
+    Corrected,
     CubeArg,
     CubeIds,
     EraseCube,
     EraseSession,
+    FeedbackIds,
+    FeedbackText,
     Filters,
     Include,
     InCube,
@@ -58,7 +61,7 @@ class Tools:
         "add_memory", "retrieve_memory", "get_user_profile", "get_preferences", "search_memories",
         "add_memories", "get_memory", "update_memory", "delete_memory", "transition_memory",
         "memory_history", "rollback_memory", "erase_memory", "list_cubes", "share_cube",
-        "revoke_cube", "list_grants", "audit", "list_artifacts", "build_activation",
+        "revoke_cube", "list_grants", "audit", "list_artifacts", "build_activation", "feedback",
     )  # fmt: skip
     #: Tools that change nothing (MCP's ``readOnlyHint``: a client may call them unasked).
     READ_ONLY = (
@@ -66,7 +69,7 @@ class Tools:
         "memory_history", "list_cubes", "list_grants", "audit", "list_artifacts",
     )  # fmt: skip
     #: Tools whose effect cannot be undone here (``destructiveHint``: a client should confirm).
-    DESTRUCTIVE = ("delete_memory", "erase_memory", "revoke_cube")
+    DESTRUCTIVE = ("delete_memory", "erase_memory", "revoke_cube", "feedback")
 
     def __init__(self, memory: MemoryOS, caller: Caller) -> None:
         self._memory = memory
@@ -295,6 +298,27 @@ class Tools:
             subject_user_id=subject_user_id, reason=reason, own_data_only=True,
         )  # fmt: skip
         return {"erased": erased}
+
+    @tool
+    def feedback(
+        self,
+        text: FeedbackText,
+        item_ids: FeedbackIds = None,
+        corrected: Corrected = None,
+        cube_id: CubeArg = None,
+    ) -> dict[str, Any]:
+        """Tell the memory it is right or wrong, in words: a correction ("No, I moved to Porto,
+        not Lisbon": the old memory stops holding, the corrected one is stored), a rejection
+        ("that's wrong": archived), a request to forget ("forget that I smoke": erased for good,
+        which cannot be undone) or a confirmation ("yes, that's right").  Without item_ids the
+        memories are found by the text.  Returns the kind read, the memories affected and a
+        correction's new memory."""
+        user, cube = self._caller.scope(cube_id)
+        result = self._memory.feedback(
+            text, user_id=user, cube_id=cube, item_ids=item_ids, corrected=corrected
+        )
+        wired: dict[str, Any] = to_wire(result)
+        return wired
 
     @tool
     def audit(

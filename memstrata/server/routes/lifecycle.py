@@ -16,8 +16,17 @@ from fastapi import Query
 from memstrata.limits import MAX_AUDIT_LIMIT
 from memstrata.model import Event
 from memstrata.server.auth import Caller, Memory
-from memstrata.server.routes import make_router
-from memstrata.server.schemas import Erased, EraseIn, MemoryOut, RollbackIn, TransitionIn
+from memstrata.server.routes import check_self, make_router
+from memstrata.server.schemas import (
+    Erased,
+    EraseIn,
+    ExpireIn,
+    FeedbackIn,
+    FeedbackOut,
+    MemoryOut,
+    RollbackIn,
+    TransitionIn,
+)
 
 router = make_router("lifecycle")
 
@@ -66,6 +75,28 @@ def erase(body: EraseIn, memory: Memory, user: Caller) -> Erased:
         reason=body.reason,
     )
     return Erased(erased=count)
+
+
+@router.post("/feedback", summary="Correct, reject, forget or confirm memories in words")
+def feedback(body: FeedbackIn, memory: Memory, user: Caller) -> FeedbackOut:
+    """Needs write.  The text is read as a correction ("No, I moved to Porto, not Lisbon"), a
+    rejection ("that's wrong"), a request to forget ("forget that I smoke") or a confirmation
+    ("yes, that's right") and applied to ``item_ids``, or to the memories the text is about:
+    supersession, archiving, erasure or a confidence boost (docs/lifecycle.md).  Text that is
+    none of these, or a bare rejection or confirmation without ``item_ids``, is a 422."""
+    check_self(body.user_id, user)
+    result = memory.feedback(
+        body.text, user_id=user.user_id, cube_id=body.cube_id, item_ids=body.item_ids,
+        corrected=body.corrected,
+    )  # fmt: skip
+    return FeedbackOut.of(result)
+
+
+@router.post("/expire", summary="Erase the memories whose expiry has passed, now")
+def expire(body: ExpireIn, memory: Memory, user: Caller) -> Erased:
+    """What the background ``expire`` task does, now: needs write on ``cube_id``; without it an
+    administrator's call covers every cube."""
+    return Erased(erased=memory.expire(user_id=user.user_id, cube_id=body.cube_id))
 
 
 @router.get("/audit", summary="The audit trail, oldest event first")

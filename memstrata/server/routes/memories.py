@@ -23,7 +23,7 @@ from memstrata.server.schemas import Added, AddIn, ErrorBody, MemoryOut, UpdateI
 router = make_router("memories")
 
 #: The form fields of a document upload (``file`` is the document itself).
-_FORM_FIELDS = ("file", "cube_id", "mem_cube_id", "session_id", "user_id")
+_FORM_FIELDS = ("file", "cube_id", "mem_cube_id", "session_id", "user_id", "expires_at")
 _UPLOAD_SCHEMA = {
     "type": "object",
     "required": ["file", "cube_id"],
@@ -76,6 +76,7 @@ async def add_memories(request: Request, memory: Memory, user: Caller) -> Added:
         user_id=user.user_id,
         cube_id=body.cube_id,
         session_id=body.session_id,
+        expires_at=body.expires_at,
     )
     return Added(ids=ids)
 
@@ -124,6 +125,7 @@ async def _add_document(request: Request, memory: MemoryOS, user: User) -> Added
         user_id=user.user_id,
         cube_id=cube_id,
         session_id=fields.get("session_id"),
+        expires_at=fields.get("expires_at") or None,
     )
     return Added(ids=ids)
 
@@ -172,7 +174,8 @@ def get_memory(
 def update_memory(
     cube_id: str, memory_id: str, body: UpdateIn, memory: Memory, user: Caller
 ) -> MemoryOut:
-    """New ``text`` and/or ``metadata`` (needs write); the old version stays in the history."""
+    """New ``text``, ``metadata`` and/or ``expires_at`` (needs write); the old version stays
+    in the history."""
     item = memory.update(
         memory_id,
         user_id=user.user_id,
@@ -180,6 +183,7 @@ def update_memory(
         metadata=body.metadata,
         reason=body.reason,
         cube_id=cube_id,
+        expires_at=body.expires_at,
     )
     return MemoryOut.of(item)
 
