@@ -122,13 +122,18 @@ def test_expiry_erases_the_item_and_what_was_derived_from_it(mos: MemoryOS) -> N
     assert [t.status for t in done] == ["done"]
 
 
-def test_expire_now_needs_write_and_erases_only_the_expired(mos: MemoryOS, alice_cube: str) -> None:
+def test_expire_now_needs_write_and_erases_only_the_expired(
+    mos: MemoryOS, alice_cube: str, engine: str
+) -> None:
     [gone] = mos.add("expired", user_id="alice", cube_id=alice_cube, expires_at=PAST)
     [kept] = mos.add("kept", user_id="alice", cube_id=alice_cube, expires_at=FUTURE)
     mos.grant(alice_cube, "bob", "read", by="alice")
     with pytest.raises(PermissionDenied):
         mos.expire(user_id="bob", cube_id=alice_cube)
+    if engine == "sqlite":  # PostgreSQL keeps artifacts only in a configured folder
+        mos.store.put_artifact(alice_cube, "kv_cache", "fp", b"made with the expired turn", {})
     assert mos.expire(user_id="alice", cube_id=alice_cube) == 1
+    assert mos.artifacts(alice_cube, user_id="alice") == []  # rebuilt later, without it
     assert mos.store.get_items([gone])[0].text == ""
     assert mos.get(kept, user_id="alice").text == "kept"
     assert mos.expire(user_id="alice", cube_id=alice_cube) == 0
@@ -143,3 +148,17 @@ def test_a_document_expires_by_call_and_by_the_cube_ttl(mos: MemoryOS) -> None:
     gone = mos.add_document(b"Old notes about ferries.", filename="f.txt", user_id="u",
                             cube_id=cube, expires_at=PAST)  # fmt: skip
     assert gone[0] not in ids_of(mos.search("ferries", user_id="u"))
+
+
+def test_a_worker_process_sweeps_on_its_own(database: str) -> None:
+    """With worker threads the sweep looks for expired items by itself and queues the
+    ``expire`` task; bounded by a generous deadline, never by a sleep."""
+    with MemoryOS.open(database, workers=1, expiry_sweep_s=0.05) as mos:
+        mos.create_user("u")
+        cube = mos.create_cube("c", owner="u").cube_id
+        [gone] = mos.add("a short-lived note", user_id="u", cube_id=cube, expires_at=PAST)
+        deadline = utcnow() + timedelta(seconds=120)
+        while mos.store.get_items([gone])[0].text and utcnow() < deadline:
+            mos.wait(cube, timeout=1)
+        assert mos.store.get_items([gone])[0].text == ""
+    assert not mos.expiry_tasks._thread.is_alive()  # type: ignore[union-attr]  # stopped
