@@ -35,6 +35,18 @@ def _help(text: str) -> Any:
     return {"help": text}
 
 
+#: The settings an administrator may change while running (``MemoryOS.configure``) and the
+#: closed range each accepts; every ``Settings`` is checked against them, however it was made
+#: (a file, the environment, ``configure``), so a value ``configure`` refuses never starts.
+RUNTIME_RANGES: dict[str, tuple[float, float]] = {
+    "rrf_k": (1, 10_000),
+    "search_candidates": (1, 10_000),
+    "keyword_max_postings": (1, 10_000_000),
+    "keyword_weight": (0.0, 100.0),
+    "dense_weight": (0.0, 100.0),
+}
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every tunable of memstrata, with a default that works offline."""
@@ -178,6 +190,12 @@ class Settings:
     max_request_bytes: int = field(
         default=10_000_000, metadata=_help("largest HTTP request body the server accepts")
     )
+
+    def __post_init__(self) -> None:
+        for name, (low, high) in RUNTIME_RANGES.items():
+            value = getattr(self, name)
+            if not low <= value <= high:  # also refuses NaN
+                raise ConfigurationError(f"{name} must be from {low} to {high}")
 
     @classmethod
     def load(

@@ -73,16 +73,6 @@ MAX_FEEDBACK_TARGETS = 20
 #: Earliest year of an event time: times are exchanged as ISO 8601, whose years have four digits.
 MIN_EVENT_YEAR = 1000
 
-#: The settings an administrator may change while running (``MemoryOS.configure``) and the
-#: closed range each accepts.
-RUNTIME_RANGES: dict[str, tuple[float, float]] = {
-    "rrf_k": (1, 10_000),
-    "search_candidates": (1, 10_000),
-    "keyword_max_postings": (1, 10_000_000),
-    "keyword_weight": (0.0, 100.0),
-    "dense_weight": (0.0, 100.0),
-}
-
 # NUL and lone surrogates (which no UTF-8 encoder accepts) are refused in every string; a line
 # also refuses the C0 and C1 controls, DEL and the Unicode line and paragraph separators.
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")

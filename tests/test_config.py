@@ -36,3 +36,14 @@ def test_unknown_setting_names_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="colour") as info:
         Settings.load(config=toml, environ={})
     assert "rrf_k" in str(info.value)
+
+
+@pytest.mark.parametrize(("name", "value"), [("rrf_k", "-5"), ("keyword_weight", "nan"),
+                                             ("search_candidates", "0")])  # fmt: skip
+def test_every_settings_keeps_the_runtime_ranges(name: str, value: str) -> None:
+    """A value ``configure`` refuses never starts either (``rrf_k=-5`` from the environment
+    started, and gave negative scores)."""
+    with pytest.raises(ConfigurationError, match=f"{name} must be from"):
+        Settings.load(environ={f"MEMSTRATA_{name.upper()}": value})
+    with pytest.raises(ConfigurationError, match=f"{name} must be from"):
+        Settings.from_mapping({name: value})

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from memstrata import keys
-from memstrata.config import Settings
+from memstrata.config import RUNTIME_RANGES, Settings
 from memstrata.embed import fingerprint
 from memstrata.errors import (
     AlreadyExists,
@@ -32,7 +32,6 @@ from memstrata.limits import (
     MAX_ID_CHARS,
     MAX_KEY_LABEL,
     MAX_TOP_K,
-    RUNTIME_RANGES,
     check_text,
     shown,
 )
@@ -334,12 +333,8 @@ class Principals:
                 f"setting(s) {', '.join(unknown)} cannot be changed at run time",
                 hint=f"runtime settings: {', '.join(self.RUNTIME_SETTINGS)}",
             )
-        try:
+        try:  # the ranges are checked by every Settings (``config.RUNTIME_RANGES``)
             updated = Settings.from_mapping({**vars(self._parts.settings), **changes})
         except ConfigurationError as exc:
             raise ValidationError(exc.message, hint=exc.hint) from exc
-        for name, (low, high) in RUNTIME_RANGES.items():
-            value = getattr(updated, name)
-            if not low <= value <= high:  # also refuses NaN
-                raise ValidationError(f"{name} must be from {low} to {high}")
         return self._parts.share_settings({name: getattr(updated, name) for name in changes})

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from memstrata import wire
+from memstrata.config import RUNTIME_RANGES
 from memstrata.lifecycle.states import Includable, Target
 from memstrata.limits import (
     MAX_BUDGET,
@@ -35,7 +36,6 @@ from memstrata.limits import (
     MAX_REASON,
     MAX_TOP_K,
     MAX_WAIT_S,
-    RUNTIME_RANGES,
 )
 from memstrata.memcube import Artifact
 from memstrata.model import (
@@ -458,7 +458,7 @@ def _runtime(name: str) -> Any:
 class ConfigureIn(BaseModel):
     """Runtime settings to change (search tuning); any other name is a 422 naming the allowed.
 
-    One field per ``limits.RUNTIME_RANGES`` entry, bounded by its range (a test checks both).
+    One field per ``config.RUNTIME_RANGES`` entry, bounded by its range (a test checks both).
     """
 
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)

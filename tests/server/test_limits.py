@@ -16,6 +16,7 @@ from typing import Any, get_args
 import pytest
 
 from memstrata import MemoryOS
+from memstrata.config import RUNTIME_RANGES
 from memstrata.lifecycle import states
 from memstrata.limits import (
     MAX_AUDIT_LIMIT,
@@ -29,7 +30,6 @@ from memstrata.limits import (
     MAX_REASON,
     MAX_TOP_K,
     MAX_WAIT_S,
-    RUNTIME_RANGES,
 )
 from memstrata.model import (
     CUBE_KINDS,
