@@ -120,7 +120,7 @@ class CatchAll:
             where = f"{scope.get('method', '')} {scope.get('path', '')}"
             log.warning("request cancelled while the server stops: %s", where)
             task = asyncio.current_task()
-            if task is not None:
+            if task is not None and hasattr(task, "uncancel"):  # Python 3.11+
                 task.uncancel()
             if started:
                 return  # a stream cut short: the server closes the connection
