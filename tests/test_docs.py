@@ -144,3 +144,37 @@ def test_every_top_level_unit_is_on_the_map() -> None:
     assert len(units) > 20
     missing = sorted(u for u in units if f"`{u}`" not in text)
     assert missing == [], "place each in docs/architecture.md"
+
+
+def test_the_schema_versions_are_the_codes() -> None:
+    """docs/storage.md gives each engine's schema version and lists every SQLite migration (it
+    said version 4 when the code was at 7)."""
+    from memstrata.store.postgres import schema as pg_schema
+    from memstrata.store.sqlite import schema as sqlite_schema
+
+    text = _doc("storage.md")
+    assert f"The schema is at\nversion {sqlite_schema.LATEST} (`LATEST`" in text
+    assert (
+        f"at version {pg_schema.LATEST} (`LATEST` in `memstrata/store/postgres/schema.py`" in text
+    )
+    rows = re.findall(r"^\| (\d+) \| ", text.split("## Migrations")[1], re.MULTILINE)
+    assert [int(r) for r in rows] == list(range(1, sqlite_schema.LATEST + 1))
+
+
+def test_every_task_kind_is_documented(tmp_path: Path) -> None:
+    """docs/scheduler.md names each task kind a MemoryOS registers, in backticks."""
+    with MemoryOS.open(str(tmp_path / "kinds.db"), workers=0) as memory:
+        kinds = memory._parts.scheduler.kinds
+    assert len(kinds) >= 5
+    missing = [k for k in kinds if f"`{k}`" not in _doc("scheduler.md")]
+    assert missing == [], "describe each task kind in docs/scheduler.md"
+
+
+def test_every_core_module_and_server_folder_is_on_the_map() -> None:
+    """docs/architecture.md names each module of ``memory/`` and each folder of ``server/``."""
+    package = DOCS.parent / "memstrata"
+    modules = [p.name for p in (package / "memory").glob("*.py") if p.name != "__init__.py"]
+    folders = [f"{p.parent.name}/" for p in (package / "server").glob("*/__init__.py")]
+    text = _doc("architecture.md")
+    missing = sorted(u for u in modules + folders if f"`{u}`" not in text)
+    assert missing == [], "place each in docs/architecture.md"

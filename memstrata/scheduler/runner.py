@@ -100,6 +100,11 @@ class Scheduler(Closing):
             raise ConfigurationError(f"a handler for task kind {kind!r} is already registered")
         self._handlers[kind] = handler
 
+    @property
+    def kinds(self) -> list[str]:
+        """The task kinds a handler is registered for, sorted."""
+        return sorted(self._handlers)
+
     def start(self) -> None:
         """Start the worker threads (idempotent; nothing to start in inline mode)."""
         if self._closing.is_set():
