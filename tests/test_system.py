@@ -318,3 +318,32 @@ def test_an_embedder_instance_is_used_and_left_open(db_path: Path) -> None:
         m.create_user("u")
         cube = m.create_cube("c", owner="u")
         assert cube.embedder is not None and cube.embedder.endswith("/512")
+
+
+def test_a_script_run_twice_gets_the_same_user_and_cube(mos: MemoryOS) -> None:
+    """``exist_ok``: the README's example run a second time (issue 28 §4: ``AlreadyExists``)."""
+    first = mos.create_user("alice", name="Alice", exist_ok=True)
+    assert mos.create_user("alice", name="Other", exist_ok=True) == first
+    with pytest.raises(AlreadyExists):
+        mos.create_user("alice")
+    cube = mos.create_cube("notes", owner="alice", exist_ok=True)
+    assert mos.create_cube("notes", owner="alice", exist_ok=True) == cube
+    named = mos.create_cube("named", owner="alice", cube_id="named", exist_ok=True)
+    assert mos.create_cube("named", owner="alice", cube_id="named", exist_ok=True) == named
+    mos.create_user("bob")
+    with pytest.raises(AlreadyExists):  # another's cube is never handed out
+        mos.create_cube("named", owner="bob", cube_id="named", exist_ok=True)
+    assert len(mos.list_cubes(user_id="alice")) == 2
+
+
+def test_resending_a_message_after_its_update_is_idempotent(mos: MemoryOS) -> None:
+    mos.create_user("alice")
+    cube = mos.create_cube("notes", owner="alice").cube_id
+    message = {"role": "user", "content": "I adopted a beagle.", "id": "msg-1"}
+    (item_id,) = mos.add([message], user_id="alice", cube_id=cube)
+    mos.update(item_id, user_id="alice", text="I adopted a beagle in March.")
+    assert mos.add([message], user_id="alice", cube_id=cube) == [item_id]  # what was sent
+    again = {**message, "content": "I adopted a beagle in March."}
+    assert mos.add([again], user_id="alice", cube_id=cube) == [item_id]  # what it says now
+    with pytest.raises(ConflictError):
+        mos.add([{**message, "content": "I adopted a cat."}], user_id="alice", cube_id=cube)

@@ -66,9 +66,17 @@ class Principals:
         self._default_cube_lock = threading.Lock()
 
     def create_user(
-        self, user_id: str, name: str | None = None, role: str = "user", *, by: str | None = None
+        self,
+        user_id: str,
+        name: str | None = None,
+        role: str = "user",
+        *,
+        by: str | None = None,
+        exist_ok: bool = False,
     ) -> User:
-        """Create a user; ``AlreadyExists`` if the id is taken.
+        """Create a user; ``AlreadyExists`` if the id is taken, unless ``exist_ok``: then the
+        stored user is returned as it is (a script run twice gets the same user; its name and
+        role are not changed).
 
         ``by`` (surfaces pass the caller) must be an admin; in-process callers may omit it.
         """
@@ -80,7 +88,12 @@ class Principals:
         if name is not None:
             check_text(name, "name", MAX_DISPLAY_NAME, line=True)
         user = User(user_id=user_id, name=name, role=role)  # type: ignore[arg-type]
-        self._store.put_user(user)
+        try:
+            self._store.put_user(user)
+        except AlreadyExists:
+            if not exist_ok:
+                raise
+            return self._access.user(user_id)
         return user
 
     def list_users(self, *, by: str | None = None) -> list[User]:
@@ -175,12 +188,16 @@ class Principals:
         cube_id: str | None = None,
         kind: str = "user",
         settings: Mapping[str, Any] | None = None,
+        exist_ok: bool = False,
     ) -> Cube:
         """Create a cube owned (with ``admin``) by ``owner``; its vectors use this embedder.
 
         ``settings`` are the tier settings of ``memstrata.tiers.settings.TierSettings`` (the
         defaults fill what is missing); an unknown key or a value out of range is a
-        ``ValidationError`` naming the allowed range.
+        ``ValidationError`` naming the allowed range.  A taken ``cube_id`` is ``AlreadyExists``,
+        unless ``exist_ok``: then the cube of that id is returned when ``owner`` owns it (else
+        ``AlreadyExists`` still: another's cube is not handed out).  With ``exist_ok`` and no
+        ``cube_id``, the oldest cube of that name ``owner`` owns is returned when there is one.
         """
         self._access.user(owner)
         if not isinstance(name, str) or not name.strip():
@@ -188,6 +205,10 @@ class Principals:
         check_text(name, "cube name", MAX_DISPLAY_NAME, line=True)
         if cube_id is not None:
             check_id(cube_id, "cube_id")
+        if exist_ok:
+            found = self._owned(owner, name, cube_id)
+            if found is not None:
+                return found
         if kind not in CUBE_KINDS:
             raise ValidationError(f"cube kind {shown(kind)} is not one of {', '.join(CUBE_KINDS)}")
         tiers = TierSettings.parse(settings)
@@ -201,6 +222,17 @@ class Principals:
         )
         self._store.put_cube(cube)
         return cube
+
+    def _owned(self, owner: str, name: str, cube_id: str | None) -> Cube | None:
+        """The cube ``cube_id`` when ``owner`` owns it (``AlreadyExists`` when another does),
+        or without an id the oldest cube named ``name`` that ``owner`` owns; None if none."""
+        if cube_id is not None:
+            cube = self._store.get_cube(cube_id)
+            if cube is not None and cube.owner != owner:
+                raise AlreadyExists("cube", cube_id)
+            return cube
+        named = [c for c in self._store.list_cubes(owner) if c.owner == owner and c.name == name]
+        return named[0] if named else None
 
     def get_cube(self, cube_id: str, *, user_id: str) -> Cube:
         """The cube, when ``user_id`` may read it."""

@@ -8,11 +8,12 @@ objects as JSON text), so a row is written and read one way only.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
 
+from memstrata.errors import ConflictError
 from memstrata.memcube import Artifact
 from memstrata.model import (
     ApiKey,
@@ -254,3 +255,22 @@ def _appended(old: Any, new: Any) -> list[Any] | None:
     if not was or not isinstance(now, list) or now[: len(was)] != was:
         return None
     return list(now[len(was) :])
+
+
+def resent(item: MemoryItem, stored_id: str, text: str, first: Callable[[], str | None]) -> str:
+    """``stored_id`` when ``item`` re-sends the message stored under its external id: the
+    stored text, or the text it was first stored with (``first()``, read only when needed: a
+    script run twice re-sends what it sent though the item was updated since).  Any other text
+    is a ``ConflictError``: one external id is one message.  The rule of both engines."""
+    if item.text == text or item.text == first():
+        return stored_id
+    raise ConflictError(
+        f"external id {item.external_id!r} is already stored in cube {item.cube_id!r} "
+        f"as item {stored_id!r} with other text",
+        hint="use update() to change it, or another id",
+    )
+
+
+def first_text(snapshot: str | None) -> str | None:
+    """The text of an item's first version, from its snapshot (None when there is none)."""
+    return None if snapshot is None else str(json.loads(snapshot).get("text"))

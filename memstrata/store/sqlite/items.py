@@ -248,10 +248,12 @@ def _existing(
         hit = None if row is None else (row[0], row[1])
     if hit is None:
         return None
-    if hit[1] != item.text:
-        raise ConflictError(
-            f"external id {item.external_id!r} is already stored in cube {item.cube_id!r} "
-            f"as item {hit[0]!r} with other text",
-            hint="use update() to change it, or another id",
-        )
-    return hit[0]
+    stored_id = hit[0]
+
+    def first() -> str | None:
+        row = conn.execute(
+            "SELECT snapshot FROM item_versions WHERE item_id = ? AND version = 1", (stored_id,)
+        ).fetchone()
+        return rows.first_text(None if row is None else row[0])
+
+    return rows.resent(item, stored_id, hit[1], first)
