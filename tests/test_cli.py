@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -241,11 +242,19 @@ def test_get_update_history_delete(
 # -- demo ------------------------------------------------------------------------------------
 
 
-def test_demo_prints_hits_for_each_search() -> None:
+def test_demo_prints_hits_for_each_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
     result = invoke("demo")
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "37 messages in 3 sessions" in out and "temporary database" in out
+    assert "37 messages in 3 sessions" in out and "to demo.db." in out
+    # The command it suggests searches the database it wrote (issue 28 §4: it named a demo.db
+    # that was never written, and a `memstrata` that is not on PATH after the quickstart).
+    suggested = out.rstrip().splitlines()[-1].removeprefix("Try: ")
+    assert (tmp_path / "demo.db").exists() and " --db demo.db search " in suggested
+    args = shlex.split(suggested)
+    again = invoke(*args[args.index("--db") :])
+    assert again.exit_code == 0 and "cycling" in again.stdout.lower()
     assert out.count("search: ") == 4
     assert "called Pepper" in out  # the dog's name, found by a question about it
     assert "在大理我每天早上都吃一碗米线" in out  # Chinese keyword search

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import tempfile
+import shlex
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -13,9 +13,9 @@ import click
 
 from memstrata.cli.app import emit, options
 from memstrata.cli.render import short, table, who
-from memstrata.errors import AlreadyExists
 from memstrata.memory.system import MemoryOS
 
+DEMO_DB = "demo.db"
 DEMO_USER = "demo"
 DEMO_CUBE = "demo"
 DEMO_SEARCHES: tuple[tuple[str, dict[str, str]], ...] = (
@@ -33,10 +33,8 @@ def ingest_sample(memory: MemoryOS) -> list[list[str]]:
     """
     data = resources.files("memstrata").joinpath("data/sample_conversation.json")
     sessions = json.loads(data.read_text(encoding="utf-8"))["sessions"]
-    with contextlib.suppress(AlreadyExists):
-        memory.create_user(DEMO_USER, name="Demo user")
-    with contextlib.suppress(AlreadyExists):
-        memory.create_cube("Maya and Tomás", owner=DEMO_USER, cube_id=DEMO_CUBE)
+    memory.create_user(DEMO_USER, name="Demo user", exist_ok=True)
+    memory.create_cube("Maya and Tomás", owner=DEMO_USER, cube_id=DEMO_CUBE, exist_ok=True)
     ids = []
     for session in sessions:
         added = memory.add(
@@ -54,12 +52,9 @@ def demo_search(memory: MemoryOS, query: str, filters: dict[str, str]) -> dict[s
     return {"query": query, "filters": filters, "hits": hits}
 
 
-def demo_lines(
-    kept: str | None, added: list[list[str]], results: list[dict[str, Any]]
-) -> list[str]:
+def demo_lines(kept: str, added: list[list[str]], results: list[dict[str, Any]]) -> list[str]:
     count = sum(map(len, added))
-    where = kept or "a temporary database (removed afterwards)"
-    lines = [f"Added a sample conversation ({count} messages in {len(added)} sessions) to {where}."]
+    lines = [f"Added a sample conversation ({count} messages in {len(added)} sessions) to {kept}."]
     for result in results:
         scope = "".join(f"  [{key} {value}]" for key, value in result["filters"].items())
         lines += ["", f"search: {result['query']}{scope}"]
@@ -73,14 +68,18 @@ def demo_lines(
             for h in result["hits"]
         )
         lines += ["  " + line for line in table(rows)]
-    again = f"--db {kept}" if kept else "--db demo.db"
-    return [*lines, "", f'Try: memstrata {again} search "Where did Maya go cycling?" --user demo']
+    try_it = f'{invoked()} --db {shlex.quote(kept)} search "Where did Maya go cycling?" --user demo'
+    return [*lines, "", f"Try: {try_it}"]
 
 
-def temporary_db(stack: contextlib.ExitStack) -> str:
-    """A database path in a new temporary directory, removed when ``stack`` closes."""
-    folder = stack.enter_context(tempfile.TemporaryDirectory(ignore_cleanup_errors=True))
-    return str(Path(folder) / "demo.db")
+def invoked() -> str:
+    """The command as this process was started, to be typed again: the console script by the
+    path it was called with (``.venv/bin/memstrata``: it may not be on PATH), else
+    ``python -m memstrata`` with this interpreter."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is not None and script.name == "memstrata":
+        return shlex.quote(str(script))
+    return f"{shlex.quote(sys.executable)} -m memstrata"
 
 
 @click.command()
@@ -88,18 +87,18 @@ def temporary_db(stack: contextlib.ExitStack) -> str:
     "--db",
     "db_path",
     type=click.Path(dir_okay=False),
-    help="Keep the demo in this file  [default: the global --db, else a temporary file]",
+    help=f"Keep the demo in this file  [default: the global --db, else {DEMO_DB}]",
 )
 def demo(db_path: str | None) -> None:
     """Ingest a sample conversation, then run a few searches and show the top 3 hits of each.
 
-    Writes user and cube ``demo``; without any --db the database is temporary (MEMSTRATA_DB is
-    deliberately not used, so a demo never lands in your real memory).
+    Writes user and cube ``demo`` into ./demo.db (or --db), and prints a command to search it
+    again.  MEMSTRATA_DB is deliberately not used, so a demo never lands in your real memory;
+    running it again adds nothing (the sample's messages carry ids).
     """
     given = options()
-    kept = db_path or given.db
-    with contextlib.ExitStack() as stack:
-        memory = stack.enter_context(given.open(kept or temporary_db(stack)))
+    kept = db_path or given.db or DEMO_DB
+    with given.open(kept) as memory:
         added = ingest_sample(memory)
         results = [demo_search(memory, query, filters) for query, filters in DEMO_SEARCHES]
         emit(
