@@ -8,8 +8,13 @@ grant.  Each cube is written in one transaction, so an interrupted run leaves wh
 of one, and running it again skips what is there (users, keys, cubes, grants already copied):
 it resumes.  At the end every cube's items are counted on both sides (``Migration.mismatches``).
 
-Not copied: the audit events that belong to no cube (users and keys created or revoked) and the
-LLM usage counters; the target records its own from the copy on.  A cube's events are copied.
+Not copied, and why: the audit events that belong to no cube (users and keys created or revoked,
+``vacuum``): they describe the source database, whose copy starts a history of its own with the
+``import`` event of each cube; the LLM usage counters: they count calls made against the source
+(the target counts its own from the copy on); queued background tasks: they live in the source's
+queue (its ``tasks`` table or Redis) and name work the target redoes by itself — the next ``add``
+to a cube queues its consolidation, and nothing queued carries data that is not in the items.  A
+cube's events are copied.
 """
 
 from __future__ import annotations
