@@ -1,16 +1,18 @@
 """memstrata: a memory operating system for LLM agents.
 
-``from memstrata import MemoryOS`` is the whole entry point; errors live in ``memstrata.errors``
-and the data model in ``memstrata.model``.
+``from memstrata import MemoryOS`` is the whole entry point (``AsyncMemoryOS`` is its form for
+``async`` code); errors live in ``memstrata.errors`` and the data model in ``memstrata.model``.
 """
 
 from memstrata.config import Settings
 from memstrata.errors import MemstrataError
+from memstrata.memory.aio import AsyncMemoryOS
 from memstrata.memory.system import MemoryOS
 from memstrata.model import Cube, Hit, MemoryItem, Source, User, Version
 from memstrata.version import version
 
 __all__ = [
+    "AsyncMemoryOS",
     "Cube",
     "Hit",
     "MemoryItem",

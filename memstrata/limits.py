@@ -35,6 +35,8 @@ MAX_CHAT_TOKENS = 8192
 MAX_KEY_LABEL = 200
 #: Longest a surface blocks waiting for background tasks, in seconds.
 MAX_WAIT_S = 60.0
+#: Most threads of an ``AsyncMemoryOS``'s pool (each may hold a database connection).
+MAX_ASYNC_THREADS = 256
 
 #: Most messages one ``add`` call stores.
 MAX_MESSAGES = 1000
