@@ -59,12 +59,16 @@ class Background:
         status: TaskStatus | None = None,
         limit: int = 100,
     ) -> list[Task]:
-        """Recent background tasks (newest first) of ``cube_id``, or of every readable cube."""
+        """Recent background tasks (newest first) of ``cube_id``, or of every readable cube.
+
+        The queue lists only the caller's readable cubes, so ``limit`` counts their tasks alone:
+        other users' tasks neither crowd them out nor show how busy others are.  A task whose
+        stored record is unreadable is listed as a ``failed`` one, quarantined (never an error).
+        """
         check_int(limit, "limit", 1, MAX_TOP_K)
         cubes = self._access.readable(user_id, None if cube_id is None else [cube_id])
-        readable = {c.cube_id for c in cubes}
-        found = self._parts.scheduler.queue.tasks(cube_id=cube_id, status=status, limit=limit)
-        return [t for t in found if t.cube_id in readable]
+        readable = [c.cube_id for c in cubes]
+        return self._parts.scheduler.queue.tasks(status=status, limit=limit, cube_ids=readable)
 
     def retry_task(self, task_id: str, *, user_id: str) -> Task:
         """Give a ``failed`` task one more attempt, due now, and wake a worker (with

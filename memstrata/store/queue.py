@@ -20,19 +20,25 @@ elsewhere cannot finish or fail the new run.  ``release`` gives the attempt back
 has the same number), so a caller that releases a claim must not use it again.  ``retry`` never
 resets ``attempts`` (it raises ``max_attempts`` instead), so claim numbers only grow and a worker
 that lost a claim long ago cannot finish a later run that reached the same number.
+
+A stored task that cannot be read back (a field of the wrong type, a payload that is not a JSON
+object: written by hand into the database or into Redis, or by a bug) never stops the queue: a
+claim that meets one **quarantines** it (``failed``, its ``error`` ``"Quarantined: <what is
+wrong>"``, off the ready set) and goes on to the next task, and a listing shows it as such a
+failed task, with what could be read of it (``read_task``, ``listed_task``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection
+import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Literal, Protocol, get_args, runtime_checkable
+from datetime import datetime, timezone
+from typing import Any, Literal, Protocol, cast, get_args, runtime_checkable
 
 from memstrata.errors import TaskNotFailed, TaskNotFound, ValidationError
-from memstrata.model import from_epoch
 from memstrata.store import rows
 
 TaskStatus = Literal["pending", "running", "done", "failed"]
@@ -45,6 +51,11 @@ MAX_ERROR_CHARS = 4000
 LOST_WORKER = (
     "LeaseExpired: the worker running the last attempt stopped (killed or hung) before finishing"
 )
+#: The head of the error of a task quarantined because its stored record could not be read.
+QUARANTINED = "Quarantined"
+#: Most unreadable tasks one ``claim`` quarantines before it returns ``None`` for this call (the
+#: next claim goes on): a claim's work is bounded however many poisoned records there are.
+MAX_QUARANTINED_PER_CLAIM = 100
 
 
 @dataclass(frozen=True)
@@ -167,9 +178,20 @@ class TaskQueue(Protocol):
         ...
 
     def tasks(
-        self, cube_id: str | None = None, status: TaskStatus | None = None, limit: int = 100
+        self,
+        cube_id: str | None = None,
+        status: TaskStatus | None = None,
+        limit: int = 100,
+        *,
+        cube_ids: Collection[str] | None = None,
     ) -> list[Task]:
-        """Up to ``limit`` tasks (of one cube / in one status, when given), newest first."""
+        """Up to ``limit`` tasks (of one cube / in one status, when given), newest first.
+
+        ``cube_ids`` narrows the listing to tasks of those cubes (none when it is empty) before
+        the limit applies, so a caller sees its own newest tasks however many others there are.
+        A task whose stored record cannot be read is listed as ``listed_task`` shows it (failed,
+        quarantined), never raised.
+        """
         ...
 
     def outstanding(self, cube_id: str | None = None) -> int:
@@ -234,6 +256,14 @@ def check_non_negative(name: str, value: float) -> None:
         raise ValidationError(f"{name} must be zero or more seconds, not {value!r}")
 
 
+def scoped_cubes(cube_id: str | None, cube_ids: Collection[str] | None) -> list[str] | None:
+    """The cubes a listing is narrowed to, given ``tasks``' ``cube_id`` and ``cube_ids``: ``None``
+    for every cube, else the list (empty when the two exclude each other)."""
+    if cube_ids is None:
+        return None if cube_id is None else [cube_id]
+    return sorted({c for c in cube_ids if cube_id is None or c == cube_id})
+
+
 #: A task row's columns, in the order both engines' SQL lists them.
 TASK_COLUMNS = (
     "task_id, kind, cube_id, payload, status, attempts, max_attempts, run_after, lease_until, "
@@ -241,20 +271,156 @@ TASK_COLUMNS = (
 )
 
 
+class UnreadableTask(ValueError):
+    """A stored task record that is not a task: ``reason`` says which field, never its value
+    (the value may be anything at all, and the reason is shown to users)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def quarantine_error(reason: str) -> str:
+    """The ``error`` a quarantined task is given."""
+    return truncate_error(f"{QUARANTINED}: {reason}")
+
+
+_COLUMN_NAMES = tuple(name.strip() for name in TASK_COLUMNS.split(","))
+
+
+def task_fields(row: Any) -> dict[str, Any]:
+    """A row of ``TASK_COLUMNS`` read by name (``sqlite3.Row`` or a dict) as ``read_task``'s
+    fields."""
+    return {name: row[name] for name in _COLUMN_NAMES}
+
+
 def task_from_row(row: Any) -> Task:
-    """A ``Task`` from a row of ``TASK_COLUMNS`` read by name (``sqlite3.Row`` or a dict)."""
+    """A ``Task`` from a row of ``TASK_COLUMNS``: ``read_task`` (``UnreadableTask`` when the row
+    is not one)."""
+    return read_task(task_fields(row))
+
+
+def read_task(fields: Mapping[str, Any]) -> Task:
+    """A ``Task`` from a stored record, every field checked: ``UnreadableTask`` naming the first
+    field that is missing or of the wrong type.
+
+    ``fields`` maps ``Task``'s names to the stored values: SQL values, or Redis's strings (a
+    number may be a numeric string; an absent optional field is missing or ``None``).  The
+    payload must be a JSON object.
+    """
+    lease_until = fields.get("lease_until")
     return Task(
-        task_id=row["task_id"],
-        kind=row["kind"],
-        cube_id=row["cube_id"],
-        payload=json.loads(row["payload"]),
-        status=row["status"],
-        attempts=row["attempts"],
-        max_attempts=row["max_attempts"],
-        run_after=rows.to_datetime(row["run_after"]),
-        lease_until=from_epoch(row["lease_until"]),
-        error=row["error"],
-        created_at=rows.to_datetime(row["created_at"]),
-        updated_at=rows.to_datetime(row["updated_at"]),
-        dedupe_key=row["dedupe_key"],
+        task_id=_line(fields, "task_id"),
+        kind=_line(fields, "kind"),
+        cube_id=_optional_text(fields, "cube_id"),
+        payload=_payload(fields.get("payload")),
+        status=_status(fields.get("status")),
+        attempts=_integer(fields, "attempts"),
+        max_attempts=_integer(fields, "max_attempts"),
+        run_after=_time(fields, "run_after"),
+        lease_until=None if lease_until is None else _time(fields, "lease_until"),
+        error=_optional_text(fields, "error"),
+        created_at=_time(fields, "created_at"),
+        updated_at=_time(fields, "updated_at"),
+        dedupe_key=_optional_text(fields, "dedupe_key"),
     )
+
+
+def listed_task(task_id: str, fields: Mapping[str, Any]) -> Task:
+    """What a listing (or ``get``) shows of the stored record of ``task_id``: ``read_task``, or,
+    when that fails, the task marked quarantined: ``failed``, its ``error`` the reason, its
+    payload empty, and each other field as stored where it is readable, a neutral value (zero,
+    the epoch, ``None``) where it is not.  Never raises."""
+    try:
+        task = read_task(fields)
+        if task.task_id == task_id:
+            return task
+        reason = "task_id does not match its key"
+    except UnreadableTask as exc:
+        reason = exc.reason
+    epoch = datetime.fromtimestamp(0, timezone.utc)
+    return Task(
+        task_id=task_id,
+        kind=_or(lambda: _line(fields, "kind"), "unknown"),
+        cube_id=_or(lambda: _optional_text(fields, "cube_id"), None),
+        payload={},
+        status="failed",
+        attempts=_or(lambda: _integer(fields, "attempts"), 0),
+        max_attempts=_or(lambda: _integer(fields, "max_attempts"), 0),
+        run_after=_or(lambda: _time(fields, "run_after"), epoch),
+        lease_until=None,
+        error=quarantine_error(reason),
+        created_at=_or(lambda: _time(fields, "created_at"), epoch),
+        updated_at=_or(lambda: _time(fields, "updated_at"), epoch),
+        dedupe_key=None,
+    )
+
+
+def in_status(found: list[Task], status: TaskStatus | None) -> list[Task]:
+    """A listing of ``status``: ``found`` less the unreadable records ``listed_task`` shows as
+    ``failed`` whose stored status is another (they are listed as failed once quarantined)."""
+    return found if status is None else [t for t in found if t.status == status]
+
+
+# -- reading one stored field (each raises UnreadableTask) -----------------------------------
+
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
+
+
+def _or(read: Any, default: Any) -> Any:
+    try:
+        return read()
+    except UnreadableTask:
+        return default
+
+
+def _line(fields: Mapping[str, Any], name: str) -> str:
+    value = fields.get(name)
+    if not isinstance(value, str) or not value:
+        raise UnreadableTask(f"{name} is missing or not a string")
+    return value
+
+
+def _optional_text(fields: Mapping[str, Any], name: str) -> str | None:
+    value = fields.get(name)
+    if value is not None and not isinstance(value, str):
+        raise UnreadableTask(f"{name} is not a string")
+    return value
+
+
+def _payload(value: Any) -> dict[str, Any]:
+    if not isinstance(value, str):
+        raise UnreadableTask("payload is missing or not a string")
+    try:
+        decoded = json.loads(value)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than Python reads
+        raise UnreadableTask("payload is not valid JSON") from exc
+    if not isinstance(decoded, dict):
+        raise UnreadableTask("payload is not a JSON object")
+    return cast(dict[str, Any], decoded)
+
+
+def _status(value: Any) -> TaskStatus:
+    if value not in TASK_STATUSES:
+        raise UnreadableTask("status is not a task status")
+    return cast(TaskStatus, value)
+
+
+def _integer(fields: Mapping[str, Any], name: str) -> int:
+    value = fields.get(name)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        return int(value)
+    raise UnreadableTask(f"{name} is not an integer")
+
+
+def _time(fields: Mapping[str, Any], name: str) -> datetime:
+    """A time stored as epoch seconds (a number, or a numeric string from Redis)."""
+    value = fields.get(name)
+    try:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise TypeError(name)
+        return rows.to_datetime(float(value))
+    except (TypeError, ValueError, OverflowError, OSError) as exc:  # not a time, or out of range
+        raise UnreadableTask(f"{name} is not a time") from exc

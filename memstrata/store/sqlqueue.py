@@ -2,14 +2,16 @@
 outcome, written once for SQLite (``?``) and PostgreSQL (``%s``).
 
 A queue of an engine subclasses ``SQLTaskQueue`` and brings what differs: ``submit`` and
-``claim`` (how claimers exclude each other), its placeholder, and how it reads rows and opens a
-write transaction.
+``claim`` (how claimers exclude each other), its placeholder, how it matches a list of cubes, and
+how it reads rows and opens a write transaction.  A row that is not a task (see ``store.queue``)
+is listed as quarantined, and quarantined by the claim that takes it (``_claimed``).
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -18,13 +20,20 @@ from memstrata.store.queue import (
     TASK_COLUMNS,
     Task,
     TaskStatus,
+    UnreadableTask,
     check_non_negative,
     check_positive,
     check_status,
+    in_status,
+    listed_task,
+    quarantine_error,
     retried,
+    task_fields,
     task_from_row,
     truncate_error,
 )
+
+logger = logging.getLogger("memstrata.scheduler")
 
 
 class SQLTaskQueue:
@@ -39,6 +48,10 @@ class SQLTaskQueue:
 
     def _transaction(self) -> AbstractContextManager[Any]:
         """One write transaction, yielding a connection whose ``execute`` has ``rowcount``."""
+        raise NotImplementedError
+
+    def _among(self, cube_ids: list[str]) -> tuple[str, Any]:
+        """A condition that ``cube_id`` is one of ``cube_ids``, with its one parameter."""
         raise NotImplementedError
 
     def renew(self, task_id: str, lease_s: float, *, attempt: int | None = None) -> bool:
@@ -103,22 +116,48 @@ class SQLTaskQueue:
     def get(self, task_id: str) -> Task | None:
         found = self._rows(f"SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = {self.mark}",
                            [task_id])  # fmt: skip
-        return task_from_row(found[0]) if found else None
+        return _listed(found[0]) if found else None
 
     def tasks(
-        self, cube_id: str | None = None, status: TaskStatus | None = None, limit: int = 100
+        self,
+        cube_id: str | None = None,
+        status: TaskStatus | None = None,
+        limit: int = 100,
+        *,
+        cube_ids: Collection[str] | None = None,
     ) -> list[Task]:
         check_status(status)
         where, params = self._scope(cube_id, (status,) if status else ())
+        if cube_ids is not None:  # filtered in the query, so the LIMIT counts only their tasks
+            among, members = self._among(sorted(set(cube_ids)))
+            where, params = f"{where} AND {among}", [*params, members]
         sql = (
             f"SELECT {TASK_COLUMNS} FROM tasks WHERE {where} "
             f"ORDER BY created_at DESC, task_id DESC LIMIT {self.mark}"
         )
-        return [task_from_row(r) for r in self._rows(sql, [*params, limit])]
+        return in_status([_listed(r) for r in self._rows(sql, [*params, limit])], status)
 
     def outstanding(self, cube_id: str | None = None) -> int:
         where, params = self._scope(cube_id, OUTSTANDING)
         return int(self._rows(f"SELECT count(*) AS n FROM tasks WHERE {where}", params)[0]["n"])
+
+    def _claimed(self, conn: Any, row: Any, now: float) -> Task | None:
+        """The task of ``row``, which a claim has just taken in transaction ``conn``; ``None``
+        when the row is not a task: it is quarantined instead (``failed``, the reason as its
+        error), so the claim can go on to the next task."""
+        try:
+            return task_from_row(row)
+        except UnreadableTask as exc:
+            reason = exc.reason
+        m = self.mark
+        conn.execute(
+            f"UPDATE tasks SET status = 'failed', lease_until = NULL, error = {m}, "
+            f"updated_at = {m} WHERE task_id = {m}",
+            [quarantine_error(reason), now, row["task_id"]],
+        )
+        logger.warning("task %s quarantined: its stored row is unreadable (%s)",
+                       row["task_id"], reason)  # fmt: skip
+        return None
 
     def _update_running(
         self, task_id: str, attempt: int | None, assignments: str, params: list[Any]
@@ -141,3 +180,8 @@ class SQLTaskQueue:
             clauses.append(f"status IN ({', '.join([self.mark] * len(statuses))})")
             params.extend(statuses)
         return " AND ".join(clauses), params
+
+
+def _listed(row: Any) -> Task:
+    """A row as a listing shows it (``listed_task``: an unreadable row marked, never raised)."""
+    return listed_task(str(row["task_id"]), task_fields(row))

@@ -17,11 +17,11 @@ from memstrata.model import new_id
 from memstrata.store.postgres.connection import PostgresDatabase
 from memstrata.store.queue import (
     LOST_WORKER,
+    MAX_QUARANTINED_PER_CLAIM,
     TASK_COLUMNS,
     Task,
     check_positive,
     checked_submit,
-    task_from_row,
 )
 from memstrata.store.sqlqueue import SQLTaskQueue
 
@@ -94,18 +94,15 @@ class PostgresTaskQueue(SQLTaskQueue):
         params: dict[str, Any] = {"now": now, "skip": list(skip), "error": LOST_WORKER}
         with self.store.transaction() as conn:
             conn.execute(_EXHAUSTED, params)
-            found = None
-            for candidates in _CANDIDATES:
-                found = conn.execute(candidates, params).fetchone()
-                if found is not None:
-                    break
-            if found is None:
-                return None
-            cursor = conn.cursor(row_factory=_dict_row())
-            row = cursor.execute(
-                _CLAIM, {**params, "lease_until": now + lease_s, "task_id": found[0]}
-            ).fetchone()
-        return None if row is None else task_from_row(row)
+            # A row that is not a task is quarantined and the claim goes on to the next one.
+            for _ in range(MAX_QUARANTINED_PER_CLAIM + 1):
+                row = _take(conn, {**params, "lease_until": now + lease_s})
+                if row is None:
+                    return None
+                task = self._claimed(conn, row, now)
+                if task is not None:
+                    return task
+        return None
 
     mark = "%s"
 
@@ -114,6 +111,20 @@ class PostgresTaskQueue(SQLTaskQueue):
 
     def _transaction(self) -> AbstractContextManager[Any]:
         return self.store.transaction()
+
+    def _among(self, cube_ids: list[str]) -> tuple[str, Any]:
+        return "cube_id = ANY(%s)", cube_ids
+
+
+def _take(conn: Any, params: dict[str, Any]) -> Any:
+    """Claim the first candidate (expired leases, then due pending tasks) in transaction
+    ``conn``: its row (a dict), or ``None`` when no task is due."""
+    for candidates in _CANDIDATES:
+        found = conn.execute(candidates, params).fetchone()
+        if found is not None:
+            cursor = conn.cursor(row_factory=_dict_row())
+            return cursor.execute(_CLAIM, {**params, "task_id": found[0]}).fetchone()
+    return None
 
 
 def _dict_row() -> Any:

@@ -9,6 +9,10 @@ Delayed tasks (``delay_s``, a retry's backoff) wait in a sorted set until due.  
 Lua script (``scripts``), so two processes never get the same claim and the attempt fencing holds.
 The semantics are ``SQLiteTaskQueue``'s, method for method.
 
+A task whose hash cannot be read is quarantined (``failed``, the reason as its error) by the claim
+that meets it, which goes on to the next task: by the script when a field it computes with is
+wrong, here when the payload (or another field) is (see ``store.queue`` and ``scripts``).
+
 Times are ``time.time()`` of the calling process, as with SQLite, so machines sharing a queue must
 share a clock (NTP).  Redis errors are raised as ``StorageError`` with one line naming the server
 (its password hidden).  Thread-safe: the client's connection pool serves every thread.
@@ -17,13 +21,13 @@ share a clock (NTP).  Redis errors are raised as ``StorageError`` with one line 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import time
 import uuid
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -32,14 +36,20 @@ from memstrata.errors import ConfigurationError, StorageError
 from memstrata.model import new_id
 from memstrata.store.queue import (
     LOST_WORKER,
+    MAX_QUARANTINED_PER_CLAIM,
     OUTSTANDING,
     Task,
     TaskStatus,
+    UnreadableTask,
     check_non_negative,
     check_positive,
     check_status,
     checked_submit,
+    in_status,
+    listed_task,
+    read_task,
     retried,
+    scoped_cubes,
     truncate_error,
 )
 from memstrata.store.redis import scripts
@@ -47,11 +57,15 @@ from memstrata.store.redis import scripts
 if TYPE_CHECKING:
     from redis import Redis
 
+logger = logging.getLogger("memstrata.scheduler")
+
 #: Seconds to wait for a connection, and for a command's answer (a URL's own options win).
 CONNECT_TIMEOUT_S = 5.0
 COMMAND_TIMEOUT_S = 30.0
 #: The scripts of ``scripts`` that the queue's methods run.
-_SCRIPTS = ("SUBMIT", "CLAIM", "RENEW", "COMPLETE", "FAIL", "RELEASE", "RETRY", "TASKS")
+_SCRIPTS = (
+    "SUBMIT", "CLAIM", "QUARANTINE", "RENEW", "COMPLETE", "FAIL", "RELEASE", "RETRY", "TASKS",
+)  # fmt: skip
 
 
 class RedisTaskQueue(Closing):
@@ -107,11 +121,22 @@ class RedisTaskQueue(Closing):
 
     def claim(self, lease_s: float, *, skip: Collection[str] = ()) -> Task | None:
         check_positive("lease_s", lease_s)
-        now = time.time()
-        found = self._run(
-            "CLAIM", repr(now), repr(now + lease_s), self.consumer, LOST_WORKER, *skip
-        )
-        return None if found is None else _task(found)
+        for _ in range(MAX_QUARANTINED_PER_CLAIM + 1):
+            now = time.time()
+            task_id, flat, quarantined = self._run(
+                "CLAIM", repr(now), repr(now + lease_s), self.consumer, LOST_WORKER, *skip
+            )
+            _log_quarantined(quarantined)
+            if not task_id:
+                return None
+            fields = _fields(flat)
+            try:
+                return read_task(fields)
+            except UnreadableTask as exc:  # the script could work on it; Python cannot read it
+                attempt = str(fields.get("attempts", ""))
+                self._run("QUARANTINE", task_id, attempt, repr(time.time()), exc.reason)
+                _log_quarantined([task_id, exc.reason])
+        return None
 
     def renew(self, task_id: str, lease_s: float, *, attempt: int | None = None) -> bool:
         check_positive("lease_s", lease_s)
@@ -145,18 +170,27 @@ class RedisTaskQueue(Closing):
 
     def get(self, task_id: str) -> Task | None:
         with self._errors():
-            fields = cast(dict[str, str], self._client.hgetall(self._key("task", task_id)))
-        return _task_from(fields) if fields else None
+            try:
+                fields = cast(dict[str, str], self._client.hgetall(self._key("task", task_id)))
+            except _redis_module().ResponseError:  # the key is not a hash: no task there
+                return None
+        return listed_task(task_id, fields) if fields else None
 
     def tasks(
-        self, cube_id: str | None = None, status: TaskStatus | None = None, limit: int = 100
+        self,
+        cube_id: str | None = None,
+        status: TaskStatus | None = None,
+        limit: int = 100,
+        *,
+        cube_ids: Collection[str] | None = None,
     ) -> list[Task]:
         check_status(status)
-        if limit == 0:
+        scope = scoped_cubes(cube_id, cube_ids)
+        if limit == 0 or scope == []:
             return []
         last = -1 if limit < 0 else limit - 1  # as SQLite's LIMIT: a negative one is no limit
-        found = self._run("TASKS", self._index(status or "all", cube_id), str(last))
-        return [_task(flat) for flat in found]
+        found = self._run("TASKS", status or "all", str(last), *(scope or ()))
+        return in_status([listed_task(task_id, _fields(flat)) for task_id, flat in found], status)
 
     def outstanding(self, cube_id: str | None = None) -> int:
         with self._errors(), self._client.pipeline(transaction=True) as pipe:
@@ -232,29 +266,12 @@ def _line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _task(flat: list[str]) -> Task:
-    """A task from a script's reply: the hash as a flat list of names and values."""
-    return _task_from(dict(zip(flat[::2], flat[1::2], strict=True)))
+def _fields(flat: list[str]) -> dict[str, str]:
+    """A hash as a script returns it (a flat list of names and values) as a dict."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
-def _task_from(fields: dict[str, str]) -> Task:
-    lease_until = fields.get("lease_until")
-    return Task(
-        task_id=fields["task_id"],
-        kind=fields["kind"],
-        cube_id=fields.get("cube_id"),
-        payload=json.loads(fields["payload"]),
-        status=cast(TaskStatus, fields["status"]),
-        attempts=int(fields["attempts"]),
-        max_attempts=int(fields["max_attempts"]),
-        run_after=_when(fields["run_after"]),
-        lease_until=None if lease_until is None else _when(lease_until),
-        error=fields.get("error"),
-        created_at=_when(fields["created_at"]),
-        updated_at=_when(fields["updated_at"]),
-        dedupe_key=fields.get("dedupe_key"),
-    )
-
-
-def _when(seconds: str) -> datetime:
-    return datetime.fromtimestamp(float(seconds), timezone.utc)
+def _log_quarantined(flat: list[str]) -> None:
+    """One WARNING line per task a claim quarantined (``flat``: id, reason, id, reason …)."""
+    for task_id, reason in zip(flat[::2], flat[1::2], strict=True):
+        logger.warning("task %s quarantined: its stored record is unreadable (%s)", task_id, reason)

@@ -19,11 +19,11 @@ from typing import Any
 from memstrata.model import new_id
 from memstrata.store.queue import (
     LOST_WORKER,
+    MAX_QUARANTINED_PER_CLAIM,
     TASK_COLUMNS,
     Task,
     check_positive,
     checked_submit,
-    task_from_row,
 )
 from memstrata.store.sqlite.connection import SQLiteDatabase
 from memstrata.store.sqlqueue import SQLTaskQueue
@@ -88,8 +88,18 @@ class SQLiteTaskQueue(SQLTaskQueue):
         with self.store.transaction() as conn:
             conn.execute(_EXHAUSTED, {"now": now, "error": LOST_WORKER, "skip": skipped})
             params = {"now": now, "lease_until": now + lease_s, "skip": skipped}
-            row = conn.execute(_CLAIM, params).fetchone()
-        return None if row is None else task_from_row(row)
+            # A row that is not a task is quarantined and the claim goes on to the next one.
+            for _ in range(MAX_QUARANTINED_PER_CLAIM + 1):
+                row = conn.execute(_CLAIM, params).fetchone()
+                if row is None:
+                    return None
+                task = self._claimed(conn, row, now)
+                if task is not None:
+                    return task
+        return None
+
+    def _among(self, cube_ids: list[str]) -> tuple[str, Any]:
+        return "cube_id IN (SELECT value FROM json_each(?))", json.dumps(cube_ids)
 
     def _rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
         return self.store.reader().execute(sql, params).fetchall()
