@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -159,7 +160,9 @@ def test_the_calls_run_the_core_and_raise_its_errors(mos: MemoryOS) -> None:
             hits = await amos.search("Porto", user_id="alice")
             assert {h.item.id for h in hits} == set(ids)
             item = await amos.update(ids[0], user_id="alice", text="Fact zero.")
-            assert [v.item.text for v in await amos.history(ids[0], user_id="alice")][-1] == item.text
+            assert [v.item.text for v in await amos.history(ids[0], user_id="alice")][
+                -1
+            ] == item.text
             with pytest.raises(ValidationError):
                 await amos.search("", user_id="alice")
             with pytest.raises(PermissionDenied):
@@ -350,3 +353,12 @@ def test_chat_stream_without_a_model_raises_when_awaited(mos: MemoryOS) -> None:
                 await amos.chat_stream("Hi", user_id="alice", cube_id="notes")
 
     asyncio.run(scenario())
+
+
+def test_the_docs_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 27: docs/async.md's Python example runs as written (in a fresh directory)."""
+    page = (Path(__file__).parent.parent / "docs" / "async.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", page, re.S)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/async.md", "exec"), {"__name__": "docs_example"})
+    assert (tmp_path / "memory.db").exists()

@@ -38,11 +38,20 @@ before sending (a filter the API cannot list by, a value JSON cannot carry) are 
 
 Thread safety: one ``Client`` may be shared by threads; each call is one request on the pool of
 its ``httpx.Client``, which is thread-safe (``wait`` without a timeout may make several).
+
+``AsyncClient`` has the same methods as coroutines, on ``httpx.AsyncClient`` (one event loop);
+both send the same requests and raise the same errors (each call is written once, as an exchange
+that either transport runs: ``client.transport``)::
+
+    async with AsyncClient("http://127.0.0.1:8765", api_key) as memory:
+        hits = await memory.search("Where do I live?")
+        async for piece in await memory.chat_stream("Where do I live?", cube_id="notes"):
+            print(piece, end="")
 """
 
 from memstrata.client.errors import ResponseError, ServerUnreachable
-from memstrata.client.http import Client
+from memstrata.client.http import AsyncClient, Client
 from memstrata.client.service import Health
 from memstrata.client.transport import When
 
-__all__ = ["Client", "Health", "ResponseError", "ServerUnreachable", "When"]
+__all__ = ["AsyncClient", "Client", "Health", "ResponseError", "ServerUnreachable", "When"]

@@ -7,7 +7,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memstrata.client.transport import Transport, When, load_as, path_segment, read, time_param
+from memstrata.client.transport import (
+    Exchange,
+    Requests,
+    When,
+    load_as,
+    path_segment,
+    read,
+    time_param,
+)
 from memstrata.errors import ValidationError
 from memstrata.model import Event, FeedbackResult, MemoryItem, Version
 from memstrata.wire import item_from_wire, record_from_wire, version_from_wire
@@ -17,10 +25,10 @@ LIST_FILTERS = ("session_id", "tier", "type", "status")
 
 
 class Items:
-    """Add, list, read, change and erase items over one ``Transport``."""
+    """Add, list, read, change and erase items as exchanges (``client.transport``)."""
 
-    def __init__(self, transport: Transport) -> None:
-        self._http = transport
+    def __init__(self) -> None:
+        self._http = Requests()
 
     def add(
         self,
@@ -29,13 +37,13 @@ class Items:
         cube_id: str,
         session_id: str | None = None,
         expires_at: When | None = None,
-    ) -> list[str]:
+    ) -> Exchange[list[str]]:
         """Store chat messages (or one string) as turns; their ids in order (``MemoryOS.add``;
         ``expires_at``: when they stop existing)."""
         body = {"cube_id": cube_id, "messages": messages, "session_id": session_id}
         if expires_at is not None:
             body["expires_at"] = time_param(expires_at)
-        return list(self._http.json("POST", "/memories", body=body)["ids"])
+        return list((yield from self._http.json("POST", "/memories", body=body))["ids"])
 
     def add_document(
         self,
@@ -45,7 +53,7 @@ class Items:
         filename: str | None = None,
         cube_id: str,
         session_id: str | None = None,
-    ) -> list[str]:
+    ) -> Exchange[list[str]]:
         """Upload a document (.txt .md .json .pdf) as ``data`` bytes named ``filename``, or the
         file at ``path`` (``filename`` defaults to its name); returns the chunk ids in order.
         """
@@ -57,7 +65,7 @@ class Items:
             raise ValidationError("a document given as data needs its filename")
         fields = {"cube_id": cube_id} | ({"session_id": session_id} if session_id else {})
         files = {"file": (filename, data or b"")}
-        response = self._http.request("POST", "/memories", data=fields, files=files)
+        response = yield from self._http.send("POST", "/memories", data=fields, files=files)
         return list(response.json()["ids"])
 
     def list_memories(
@@ -67,7 +75,7 @@ class Items:
         filters: Mapping[str, str | Sequence[str]] | None = None,
         limit: int = 100,
         offset: int = 0,
-    ) -> list[MemoryItem]:
+    ) -> Exchange[list[MemoryItem]]:
         """A page of a cube's items, oldest event first, filtered by ``LIST_FILTERS``
         (a value or a list of values each); without ``status``, live items only."""
         unknown = sorted(set(filters or {}) - set(LIST_FILTERS))
@@ -80,14 +88,16 @@ class Items:
         for name, value in (filters or {}).items():
             values = [value] if isinstance(value, str) else value
             params.extend((name, v) for v in values)
-        items = self._http.json("GET", f"/memories/{path_segment(cube_id)}", params=params)
+        items = yield from self._http.json(
+            "GET", f"/memories/{path_segment(cube_id)}", params=params
+        )
         return [read(item_from_wire, i) for i in items]
 
-    def get(self, item_id: str, *, cube_id: str, as_of: When | None = None) -> MemoryItem:
+    def get(self, item_id: str, *, cube_id: str, as_of: When | None = None) -> Exchange[MemoryItem]:
         """The current version of an item (deleted ones too, with status ``deleted``); with
         ``as_of`` (a past time), the version current then (``NotFoundError`` if none yet)."""
         params = {} if as_of is None else {"as_of": time_param(as_of)}
-        return self._item("GET", _item_path(cube_id, item_id), params=params)
+        return (yield from self._item("GET", _item_path(cube_id, item_id), params=params))
 
     def update(
         self,
@@ -98,13 +108,13 @@ class Items:
         metadata: Mapping[str, Any] | None = None,
         reason: str | None = None,
         expires_at: When | None = None,
-    ) -> MemoryItem:
+    ) -> Exchange[MemoryItem]:
         """Write a new version with new ``text``, ``metadata`` and/or ``expires_at`` (a time, or
         ``"never"`` to remove it); returns it."""
         body: dict[str, Any] = {"text": text, "metadata": metadata, "reason": reason}
         if expires_at is not None:
             body["expires_at"] = "never" if expires_at == "never" else time_param(expires_at)
-        return self._item("PUT", _item_path(cube_id, item_id), body=body)
+        return (yield from self._item("PUT", _item_path(cube_id, item_id), body=body))
 
     def feedback(
         self,
@@ -113,44 +123,50 @@ class Items:
         cube_id: str,
         item_ids: Sequence[str] | None = None,
         corrected: str | None = None,
-    ) -> FeedbackResult:
+    ) -> Exchange[FeedbackResult]:
         """A correction, rejection, request to forget or confirmation, read and applied to
         ``item_ids`` or the memories the text is about (``MemoryOS.feedback``)."""
         body = {
             "cube_id": cube_id, "text": text, "corrected": corrected,
             "item_ids": None if item_ids is None else list(item_ids),
         }  # fmt: skip
-        return record_from_wire(FeedbackResult, self._http.json("POST", "/feedback", body=body))
+        return record_from_wire(
+            FeedbackResult, (yield from self._http.json("POST", "/feedback", body=body))
+        )
 
-    def expire(self, *, cube_id: str | None = None) -> int:
+    def expire(self, *, cube_id: str | None = None) -> Exchange[int]:
         """Erase the memories of ``cube_id`` (every cube, for an administrator) whose expiry has
         passed, now; how many went (``MemoryOS.expire``)."""
-        return int(self._http.json("POST", "/expire", body={"cube_id": cube_id})["erased"])
+        return int(
+            (yield from self._http.json("POST", "/expire", body={"cube_id": cube_id}))["erased"]
+        )
 
-    def delete(self, item_id: str, *, cube_id: str, reason: str | None = None) -> MemoryItem:
+    def delete(
+        self, item_id: str, *, cube_id: str, reason: str | None = None
+    ) -> Exchange[MemoryItem]:
         """Soft-delete: status ``deleted``, out of search, history kept.  Idempotent."""
         params = {} if reason is None else {"reason": reason}
-        return self._item("DELETE", _item_path(cube_id, item_id), params=params)
+        return (yield from self._item("DELETE", _item_path(cube_id, item_id), params=params))
 
-    def history(self, item_id: str, *, cube_id: str) -> list[Version]:
+    def history(self, item_id: str, *, cube_id: str) -> Exchange[list[Version]]:
         """Every version of an item, oldest first."""
-        versions = self._http.json("GET", _item_path(cube_id, item_id) + "/history")
+        versions = yield from self._http.json("GET", _item_path(cube_id, item_id) + "/history")
         return [read(version_from_wire, v) for v in versions]
 
     def transition(
         self, item_id: str, to: str, *, cube_id: str, reason: str | None = None
-    ) -> MemoryItem:
+    ) -> Exchange[MemoryItem]:
         """Move an item to another lifecycle state (needs write); an illegal move is a
         ``ConflictError`` whose hint names the legal ones."""
         path = _item_path(cube_id, item_id) + "/transition"
-        return self._item("POST", path, body={"to": to, "reason": reason})
+        return (yield from self._item("POST", path, body={"to": to, "reason": reason}))
 
     def rollback(
         self, item_id: str, version: int, *, cube_id: str, reason: str | None = None
-    ) -> MemoryItem:
+    ) -> Exchange[MemoryItem]:
         """Write a new version equal to ``version`` of the item (needs write); returns it."""
         path = _item_path(cube_id, item_id) + "/rollback"
-        return self._item("POST", path, body={"version": version, "reason": reason})
+        return (yield from self._item("POST", path, body={"version": version, "reason": reason}))
 
     def erase(
         self,
@@ -160,7 +176,7 @@ class Items:
         cube_id: str | None = None,
         subject_user_id: str | None = None,
         reason: str | None = None,
-    ) -> int:
+    ) -> Exchange[int]:
         """Erase for good: an item, a session of ``cube_id``, a whole cube, or everything
         ``subject_user_id`` added; returns how many items went (derived ones included).
 
@@ -170,7 +186,7 @@ class Items:
             "item_id": item_id, "session_id": session_id, "cube_id": cube_id,
             "subject_user_id": subject_user_id, "reason": reason,
         }  # fmt: skip
-        return int(self._http.json("POST", "/erase", body=body)["erased"])
+        return int((yield from self._http.json("POST", "/erase", body=body))["erased"])
 
     def audit(
         self,
@@ -179,17 +195,19 @@ class Items:
         item_id: str | None = None,
         since: When | None = None,
         limit: int = 1000,
-    ) -> list[Event]:
+    ) -> Exchange[list[Event]]:
         """The audit trail, oldest first: every event for an administrator, a cube's (give
         ``cube_id`` or ``item_id``) for that cube's admins."""
         given = {"cube_id": cube_id, "item_id": item_id, "limit": limit}
         params = {name: value for name, value in given.items() if value is not None}
         if since is not None:
             params["since"] = time_param(since)
-        return [load_as(Event, e) for e in self._http.json("GET", "/audit", params=params)]
+        return [
+            load_as(Event, e) for e in (yield from self._http.json("GET", "/audit", params=params))
+        ]
 
-    def _item(self, method: str, path: str, **options: Any) -> MemoryItem:
-        return read(item_from_wire, self._http.json(method, path, **options))
+    def _item(self, method: str, path: str, **options: Any) -> Exchange[MemoryItem]:
+        return read(item_from_wire, (yield from self._http.json(method, path, **options)))
 
 
 def _item_path(cube_id: str, item_id: str) -> str:

@@ -5,47 +5,52 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from memstrata.client.transport import Transport, load_as, path_segment
+from memstrata.client.transport import Exchange, Requests, load_as, path_segment
 from memstrata.model import ApiKey, Cube, Grant, User
 
 
 class Principals:
-    """Users, keys, cubes and grants over one ``Transport``."""
+    """Users, keys, cubes and grants as exchanges (``client.transport``)."""
 
-    def __init__(self, transport: Transport) -> None:
-        self._http = transport
+    def __init__(self) -> None:
+        self._http = Requests()
 
     # -- users and keys --------------------------------------------------------------------------
 
-    def create_user(self, user_id: str, name: str | None = None, role: str = "user") -> User:
+    def create_user(
+        self, user_id: str, name: str | None = None, role: str = "user"
+    ) -> Exchange[User]:
         """Create a user (admin only); ``ConflictError`` if the id is taken."""
         body = {"user_id": user_id, "name": name, "role": role}
-        return load_as(User, self._http.json("POST", "/users", body=body))
+        return load_as(User, (yield from self._http.json("POST", "/users", body=body)))
 
-    def list_users(self) -> list[User]:
+    def list_users(self) -> Exchange[list[User]]:
         """Every user (admin only)."""
-        return [load_as(User, u) for u in self._http.json("GET", "/users")]
+        return [load_as(User, u) for u in (yield from self._http.json("GET", "/users"))]
 
-    def me(self) -> User:
+    def me(self) -> Exchange[User]:
         """The user the API key belongs to."""
-        return load_as(User, self._http.json("GET", "/users/me"))
+        return load_as(User, (yield from self._http.json("GET", "/users/me")))
 
-    def create_key(self, user_id: str = "me", *, label: str | None = None) -> ApiKey:
+    def create_key(self, user_id: str = "me", *, label: str | None = None) -> Exchange[ApiKey]:
         """A new API key for ``user_id`` (the caller, or anyone for an admin).
 
         ``secret`` is the key itself, shown only here.
         """
         path = f"/users/{path_segment(user_id)}/keys"
-        return _key(self._http.json("POST", path, body={"label": label}))
+        return _key((yield from self._http.json("POST", path, body={"label": label})))
 
-    def list_keys(self, user_id: str = "me") -> list[ApiKey]:
+    def list_keys(self, user_id: str = "me") -> Exchange[list[ApiKey]]:
         """``user_id``'s keys, revoked ones with ``revoked_at``, without their secrets."""
-        return [_key(k) for k in self._http.json("GET", f"/users/{path_segment(user_id)}/keys")]
+        return [
+            _key(k)
+            for k in (yield from self._http.json("GET", f"/users/{path_segment(user_id)}/keys"))
+        ]
 
-    def revoke_key(self, user_id: str, key_id: str) -> None:
+    def revoke_key(self, user_id: str, key_id: str) -> Exchange[None]:
         """Revoke one of ``user_id``'s keys (``me``: the caller's); ``NotFoundError`` if none."""
         path = f"/users/{path_segment(user_id)}/keys/{path_segment(key_id)}"
-        self._http.request("DELETE", path)
+        yield from self._http.send("DELETE", path)
 
     # -- cubes and grants ------------------------------------------------------------------------
 
@@ -56,39 +61,44 @@ class Principals:
         cube_id: str | None = None,
         kind: str = "user",
         settings: Mapping[str, Any] | None = None,
-    ) -> Cube:
+    ) -> Exchange[Cube]:
         """Create a cube owned by the caller (tier ``settings``: defaults fill the rest)."""
         body = {"name": name, "cube_id": cube_id, "kind": kind, "settings": settings}
-        return load_as(Cube, self._http.json("POST", "/mem_cubes", body=body))
+        return load_as(Cube, (yield from self._http.json("POST", "/mem_cubes", body=body)))
 
-    def list_cubes(self) -> list[Cube]:
+    def list_cubes(self) -> Exchange[list[Cube]]:
         """The cubes the caller may read (owned or shared), oldest first."""
-        return [load_as(Cube, c) for c in self._http.json("GET", "/mem_cubes")]
+        return [load_as(Cube, c) for c in (yield from self._http.json("GET", "/mem_cubes"))]
 
-    def get_cube(self, cube_id: str) -> Cube:
+    def get_cube(self, cube_id: str) -> Exchange[Cube]:
         """One cube (needs read)."""
-        return load_as(Cube, self._http.json("GET", _cube_path(cube_id)))
+        return load_as(Cube, (yield from self._http.json("GET", _cube_path(cube_id))))
 
-    def delete_cube(self, cube_id: str) -> int:
+    def delete_cube(self, cube_id: str) -> Exchange[int]:
         """Delete a cube and all its memory (needs admin on it); returns the item count."""
-        return int(self._http.json("DELETE", _cube_path(cube_id))["deleted_items"])
+        return int((yield from self._http.json("DELETE", _cube_path(cube_id)))["deleted_items"])
 
-    def grant(self, cube_id: str, user_id: str, permission: str) -> Grant:
+    def grant(self, cube_id: str, user_id: str, permission: str) -> Exchange[Grant]:
         """Give ``user_id`` ``permission`` (read, write, admin) on a cube (needs admin on it)."""
         body = {"user_id": user_id, "permission": permission}
-        return load_as(Grant, self._http.json("POST", _cube_path(cube_id) + "/share", body=body))
+        return load_as(
+            Grant, (yield from self._http.json("POST", _cube_path(cube_id) + "/share", body=body))
+        )
 
-    def share(self, cube_id: str, user_id: str, permission: str = "read") -> Grant:
+    def share(self, cube_id: str, user_id: str, permission: str = "read") -> Exchange[Grant]:
         """``grant`` under MemOS's name."""
-        return self.grant(cube_id, user_id, permission)
+        return (yield from self.grant(cube_id, user_id, permission))
 
-    def revoke(self, cube_id: str, user_id: str) -> None:
+    def revoke(self, cube_id: str, user_id: str) -> Exchange[None]:
         """Take away ``user_id``'s grant (needs admin); ``NotFoundError`` if they hold none."""
-        self._http.request("DELETE", f"{_cube_path(cube_id)}/share/{path_segment(user_id)}")
+        yield from self._http.send("DELETE", f"{_cube_path(cube_id)}/share/{path_segment(user_id)}")
 
-    def grants(self, cube_id: str) -> list[Grant]:
+    def grants(self, cube_id: str) -> Exchange[list[Grant]]:
         """Who holds what on a cube, the owner included, oldest first (needs admin)."""
-        return [load_as(Grant, g) for g in self._http.json("GET", _cube_path(cube_id) + "/grants")]
+        return [
+            load_as(Grant, g)
+            for g in (yield from self._http.json("GET", _cube_path(cube_id) + "/grants"))
+        ]
 
 
 def _cube_path(cube_id: str) -> str:

@@ -1,19 +1,26 @@
-"""The HTTP under ``Client``: one ``httpx.Client``, requests in the API's JSON, errors mapped once.
+"""The HTTP under both clients, written once: each call is an *exchange*, sent by either transport.
 
-Every request goes through ``Transport.request``: an error response becomes the exception its
-``code`` names (``errors.error_of``), a connection that fails ``ServerUnreachable``.  Answers are
-read back into the core's types by ``memstrata.wire``; one that does not fit is a
-``ResponseError`` (``bad_response``), never a value filled in with a default.
+A call of ``Client`` and ``AsyncClient`` is written once, in its part (``client.items``…), as a
+generator (an ``Exchange``): it yields each ``Request`` it needs (``Requests.json``,
+``Requests.send``) and is sent back the response, then returns the call's result.  It does no
+I/O of its own, so the same code runs over ``Transport`` (``httpx.Client``) and
+``AsyncTransport`` (``httpx.AsyncClient``), the one base, two transports pattern of httpx.
+``BaseTransport`` builds every request and maps every error once: an error response becomes the
+exception its ``code`` names (``errors.error_of``), a connection that fails
+``ServerUnreachable``.  Answers are read back into the core's types by ``memstrata.wire``; one
+that does not fit is a ``ResponseError`` (``bad_response``), never a value filled in with a
+default.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -23,25 +30,45 @@ from memstrata.errors import ValidationError
 from memstrata.wire import WireError, record_from_wire
 
 T = TypeVar("T")
+HttpT = TypeVar("HttpT", httpx.Client, httpx.AsyncClient)
 #: A time as the API takes it: a datetime, an ISO 8601 string, or epoch seconds.
 When = datetime | str | float
 
 
-class Transport:
-    """Requests to the API at ``base_url`` as the user of ``api_key``; thread-safe.
+@dataclass(frozen=True)
+class Request:
+    """One request of an exchange; its response is sent back (an error response raises).
 
-    ``timeout`` is in seconds, per request; ``request`` may add to it.
+    ``body`` is sent as JSON (its None fields left out); ``timeout`` is added to the client's;
+    a ``stream`` response is left open (the exchange closes it, or hands it on).
     """
 
-    def __init__(self, base_url: str, api_key: str | None, timeout: float) -> None:
-        headers = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
-        self.timeout = timeout
-        self._http = httpx.Client(base_url=base_url, headers=headers, timeout=timeout)
+    method: str
+    path: str
+    body: Mapping[str, Any] | None = None
+    timeout: float = 0.0
+    stream: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)  # params, data, files
 
-    def close(self) -> None:
-        self._http.close()
 
-    def request(
+@dataclass(frozen=True)
+class Save:
+    """A step of an exchange: write the open streamed ``response``'s body to the new file
+    ``target``; nothing is left there on failure.  Sent back None; the response is closed."""
+
+    response: httpx.Response
+    target: Path
+
+
+#: A call's exchange with the server: yields ``Request`` and ``Save`` steps, is sent each
+#: step's answer, returns the call's result.
+Exchange = Generator[Request | Save, Any, T]
+
+
+class Requests:
+    """The steps the parts yield from (``yield from self._http.json(...)``)."""
+
+    def send(
         self,
         method: str,
         path: str,
@@ -50,30 +77,48 @@ class Transport:
         timeout: float = 0.0,
         stream: bool = False,
         **options: Any,
-    ) -> httpx.Response:
-        """Send one request; an error response or no answer raises (see the module docs).
-
-        ``body`` is sent as JSON (its None fields left out); ``timeout`` is added to the
-        client's; a ``stream`` response is left open on success.
-        """
-        if body is not None:
-            options["content"] = json_body(body)
-            options["headers"] = {"Content-Type": "application/json"}
-        request = self._http.build_request(method, path, timeout=self.timeout + timeout, **options)
-        try:
-            response = self._http.send(request, stream=stream)
-            if response.is_error and stream:
-                response.read()
-        except httpx.TransportError as exc:
-            raise unreachable(method, request.url, exc) from exc
-        if response.is_error:
-            response.close()
-            raise error_of(response)
+    ) -> Exchange[httpx.Response]:
+        """One request; its (successful) response."""
+        response: httpx.Response = yield Request(method, path, body, timeout, stream, options)
         return response
 
-    def json(self, method: str, path: str, **options: Any) -> Any:
-        """The decoded JSON answer of ``request``."""
-        return self.request(method, path, **options).json()
+    def json(self, method: str, path: str, **options: Any) -> Exchange[Any]:
+        """One request; its decoded JSON answer."""
+        response = yield from self.send(method, path, **options)
+        return response.json()
+
+
+class BaseTransport(Generic[HttpT]):
+    """What both transports share: the ``httpx`` client for ``base_url`` as the user of
+    ``api_key``, how a ``Request`` is built, how an error response is raised.
+
+    ``timeout`` is in seconds, per request; a ``Request`` may add to it.
+    """
+
+    def __init__(self, http: type[HttpT], base_url: str, api_key: str | None, timeout: float):
+        headers = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
+        self.timeout = timeout
+        self._http: HttpT = http(base_url=base_url, headers=headers, timeout=timeout)
+
+    def build(self, step: Request) -> httpx.Request:
+        """The ``httpx.Request`` of ``step``: its JSON body, its timeout."""
+        options = dict(step.options)
+        if step.body is not None:
+            options["content"] = json_body(step.body)
+            options["headers"] = {"Content-Type": "application/json"}
+        return self._http.build_request(
+            step.method, step.path, timeout=self.timeout + step.timeout, **options
+        )
+
+    @staticmethod
+    def failed(request: httpx.Request, exc: httpx.TransportError) -> Exception:
+        """What a request that got no answer raises: ``ServerUnreachable``."""
+        return unreachable(request.method, request.url, exc)
+
+    @staticmethod
+    def refused(response: httpx.Response) -> Exception:
+        """What an error response (its body read) raises: its code's class."""
+        return error_of(response)
 
 
 def read(reader: Callable[[Any], T], data: Any) -> T:
@@ -122,33 +167,21 @@ def path_segment(value: str) -> str:
     return quote(str(value), safe="")
 
 
-def sse_events(lines: Iterable[str]) -> Iterator[tuple[str, Any]]:
-    """Server-sent events as (event name, decoded JSON data) pairs."""
-    name, data = "message", []
-    for line in _until_done(lines):
+class ServerEvents:
+    """Server-sent events, read line by line: ``feed`` gives the (name, decoded JSON data) of the
+    event a line ends, or None."""
+
+    def __init__(self) -> None:
+        self._name, self._data = "message", list[str]()
+
+    def feed(self, line: str) -> tuple[str, Any] | None:
+        """Take one line (without its end); a blank one ends the event."""
         if line.startswith("event:"):
-            name = line[len("event:") :].strip()
+            self._name = line[len("event:") :].strip()
         elif line.startswith("data:"):
-            data.append(line[len("data:") :].removeprefix(" "))
+            self._data.append(line[len("data:") :].removeprefix(" "))
         elif not line:
-            if data:
-                yield name, json.loads("\n".join(data))
-            name, data = "message", []
-
-
-def _until_done(lines: Iterable[str]) -> Iterator[str]:
-    """``lines`` and a blank line (which ends an event the stream left open)."""
-    yield from lines
-    yield ""
-
-
-def save_stream(response: httpx.Response, target: Path) -> None:
-    """Write a streamed response's body to the new file ``target``; nothing is left on failure."""
-    archive = target.open("xb")  # FileExistsError if it appeared meanwhile: not ours to remove
-    try:
-        with archive:
-            for piece in response.iter_bytes():
-                archive.write(piece)
-    except BaseException:
-        target.unlink(missing_ok=True)
-        raise
+            event = (self._name, json.loads("\n".join(self._data))) if self._data else None
+            self._name, self._data = "message", []
+            return event
+        return None
