@@ -8,7 +8,7 @@ a. no import of a higher rank, nor of a peer (another unit of the same rank); ev
 b. no import cycle between modules;
 c. no SQL driver (``sqlite3``, ``psycopg``) outside ``memstrata/store/``;
 d. ``memstrata/store/`` imports none of retrieval, tiers, server, memory;
-e. the adapters ``server``, ``cli``, ``client`` never import ``memstrata.store``;
+e. the adapters ``server``, ``cli``, ``client``, ``integrations`` never import ``memstrata.store``;
 f. a private name (``_name``) is imported only inside its own package;
 g. no module over ``MAX_LINES`` lines.
 
@@ -64,11 +64,12 @@ RANKS: dict[str, int] = {
     "wire": 6,
     # 7 - the core: MemoryOS and its parts
     "memory": 7,
-    # 8 - adapters over the core, and the root package
+    # 8 - adapters over the core (the framework integrations among them), and the root package
     "compat": 8,
     "eval": 8,
     "client": 8,
     "server": 8,
+    "integrations": 8,
     "": 8,
     # 9 - the command line
     "cli": 9,
@@ -78,7 +79,7 @@ RANKS: dict[str, int] = {
 
 SQL_DRIVERS = ("sqlite3", "psycopg")
 STORE_FORBIDDEN = ("retrieval", "tiers", "server", "memory")  # rule d
-ADAPTERS = ("server", "cli", "client")  # rule e
+ADAPTERS = ("server", "cli", "client", "integrations")  # rule e
 
 
 @dataclass(frozen=True)
