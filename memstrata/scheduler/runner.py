@@ -11,7 +11,10 @@ next claim runs it again; a ``close`` that gives up waiting on a handler release
 Logging (``memstrata.scheduler``): a failed attempt that raised a ``MemstrataError`` (an expected
 failure: a conflict with a concurrent write, an endpoint down) is one line, at INFO for a
 ``ConflictError``, else WARNING; any other exception is a bug and is logged with its traceback.
-A task that fails for good is one ERROR line.
+A task that fails for good is one ERROR line.  A worker whose claims (or outcome writes) keep
+failing (the queue's database or Redis unreachable) backs off, its pause doubling from ``poll_s``
+up to ``MAX_ERROR_PAUSE_S``, and logs the first failure with its traceback, then one line at the
+2nd, 4th, 8th … failure in a row: never a traceback per poll.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ logger = logging.getLogger("memstrata.scheduler")
 
 #: A task handler: does the work of one task; raising any ``Exception`` fails this attempt.
 Handler = Callable[[Task], None]
+#: The longest pause, in seconds, of a worker whose claims keep failing (see the module doc).
+MAX_ERROR_PAUSE_S = 30.0
 
 
 def describe(exc: BaseException) -> str:
@@ -216,18 +221,29 @@ class Scheduler(Closing):
                 self._work_ready.notify()
 
     def _work(self) -> None:
+        failures = 0  # claims or outcome writes failed in a row
         while not self._closing.is_set():
             try:
                 ran = self._run_one()
-            except Exception:
+                failures = 0
+            except Exception as exc:
                 # The worker loop's edge: a database error (locked past the busy timeout, disk
-                # full) must not kill the worker; it is logged and the claim retried after a pause.
-                logger.exception("scheduler worker failed to claim or record a task")
+                # full, Redis gone) must not kill the worker; it is logged and the claim retried
+                # after a pause that grows while the failures go on, so they cannot flood the log.
+                failures += 1
+                _log_worker_failure(failures, exc, self._idle_pause(failures))
                 ran = False
             if not ran:
                 with self._work_ready:
                     if not self._closing.is_set():
-                        self._work_ready.wait(self.poll_s)
+                        self._work_ready.wait(self._idle_pause(failures))
+
+    def _idle_pause(self, failures: int) -> float:
+        """How long an idle worker waits: ``poll_s``, doubled per failure in a row (at most
+        ``MAX_ERROR_PAUSE_S``, and never below ``poll_s``)."""
+        if failures == 0:
+            return self.poll_s
+        return max(self.poll_s, min(MAX_ERROR_PAUSE_S, self.poll_s * 2.0 ** min(failures, 30)))
 
     def _drain(self) -> None:
         """Inline mode: run due tasks until none is left (not re-entered from a handler)."""
@@ -361,6 +377,18 @@ def _log_failure(task: Task, failure: Exception, retry_in_s: float | None) -> No
         task.task_id, task.kind, task.attempts, task.max_attempts, retry_in_s, describe(failure),
         exc_info=trace,
     )  # fmt: skip
+
+
+def _log_worker_failure(failures: int, exc: Exception, pause: float) -> None:
+    """A worker's failure to claim or record, number ``failures`` in a row: the first with its
+    traceback, then one line at each power of two, nothing in between."""
+    if failures == 1:
+        logger.error("scheduler worker failed to claim or record a task", exc_info=exc)
+    elif failures & (failures - 1) == 0:
+        logger.error(
+            "scheduler worker failed to claim or record a task %d times in a row (%s); "
+            "trying again every %g s", failures, describe(exc), pause,
+        )  # fmt: skip
 
 
 def _log_after_close(task: Task, error: str | None) -> None:

@@ -89,3 +89,23 @@ def test_a_handler_that_outlives_close_ends_quietly_and_its_task_is_released(
     lines = [r.getMessage() for r in caplog.records if task_id in r.getMessage()]
     assert any("released" in line for line in lines)
     assert any("after the scheduler closed" in line for line in lines)
+
+
+def test_a_worker_whose_claims_keep_failing_backs_off_and_logs_sparingly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Finding 5 of issue 24: a claim that failed on every call (a poisoned Redis queue) logged
+    a traceback per poll, ~18 KB/s.  Now one traceback, then one line per doubling of the count,
+    and the pause doubles, so a second and a half of failures is a handful of lines."""
+    store = SQLiteStore(tmp_path / "tasks.db")
+    queue = SQLiteTaskQueue(store)
+    store.close()  # every claim now fails
+    caplog.set_level(logging.DEBUG, logger="memstrata")
+    scheduler = Scheduler(queue, workers=1, poll_s=0.001)
+    scheduler.start()
+    threading.Event().wait(1.5)  # at 1 ms a poll, the old loop logged hundreds of tracebacks
+    scheduler.close()
+    records = [r for r in caplog.records if "claim or record" in r.getMessage()]
+    assert len(traced(caplog)) == 1 and records[0].exc_info is not None
+    assert 1 <= len(records) <= 12
+    assert all("times in a row" in r.getMessage() for r in records[1:])
