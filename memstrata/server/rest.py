@@ -2,11 +2,13 @@
 
 The app is a thin adapter: each route authenticates the caller by bearer API key (``auth``),
 validates the body (``schemas``), calls one ``MemoryOS`` method with the caller's id and renders
-the result.  The endpoints live in ``routes``; the OpenAPI description is at ``/openapi.json`` and
-``/docs``.  Around the routes, from the outside in: ``metrics.MetricsMiddleware`` (counts and
-times every request), ``middleware.CatchAll`` (unexpected exception → 500 with an id),
-``middleware.BodyLimit`` (``Settings.max_request_bytes`` → 413), then the handlers that give every
-error the one JSON shape (``handlers``).
+the result.  The endpoints live in ``routes``; the OpenAPI description is at ``/openapi.json``,
+and ``/docs`` shows it as a plain page without script (``ui.apidocs``; FastAPI's Swagger UI and
+ReDoc are off: they load script from a CDN onto the inspector's origin).  Around the routes, from
+the outside in: ``metrics.MetricsMiddleware`` (counts and times every request),
+``middleware.CatchAll`` (unexpected exception → 500 with an id), ``middleware.BodyLimit``
+(``Settings.max_request_bytes`` → 413), then the handlers that give every error the one JSON
+shape (``handlers``).
 
 The caller of ``create_app`` owns ``memory``: the app never opens or closes it, so tests and
 ``memstrata serve`` share one.  ``bootstrap`` makes the first admin on an empty database.
@@ -37,7 +39,13 @@ Every endpoint but `/health` needs `Authorization: Bearer KEY`.  Errors are
 
 def create_app(memory: MemoryOS) -> FastAPI:
     """A FastAPI app serving ``memory`` (thread-safe, shared by every request)."""
-    app = FastAPI(title="memstrata", version=version(), description=DESCRIPTION)
+    app = FastAPI(
+        title="memstrata",
+        version=version(),
+        description=DESCRIPTION,
+        docs_url=None,  # Swagger UI and ReDoc load script from a CDN: /docs is ui.apidocs
+        redoc_url=None,
+    )
     app.state.memory = memory
     app.state.metrics = Metrics()
     handlers.install(app)

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from memstrata.errors import PermissionDenied
 from memstrata.model import ITEM_TYPES, STATUSES, TIERS, Cube, Hit, MemoryItem
-from memstrata.server.ui import activity, parts
+from memstrata.server.ui import activity, notices, parts
 from memstrata.server.ui.markup import Markup, join, table, tag
 from memstrata.server.ui.signin import signin_page
 from memstrata.server.ui.visit import SignInRequired, UIRoute, Visit, Visitor, visitor
@@ -77,16 +77,16 @@ def browse(
     q: Param = "",
     page: Param = "1",
     done: Param = "",
+    n: Param = "",
 ) -> Response:
     """A page of the cube's memories, or the hits for ``q``, narrowed by the filters (``since``
     and ``until``: event times, a date or an ISO time, as the core parses them); ``done`` is the
-    notice of an action just made."""
+    code of an action just made (``notices.about_cube``; ``n``: how many items it erased)."""
     cube = visit.memory.get_cube(cube_id, user_id=visit.user.user_id)
     chosen = {"tier": tier, "type": type, "status": status, "session": session,
               "since": since, "until": until}  # fmt: skip
     filters = _filters(chosen)
-    body = [tag("p", done, class_="notice") if done else Markup("")]
-    body += [_header(cube), _filter_form(cube_id, chosen, q)]
+    body = [notices.about_cube(done, n), _header(cube), _filter_form(cube_id, chosen, q)]
     if q:
         body.append(_hits(visit, cube_id, q, filters))
     else:

@@ -21,7 +21,7 @@ from fastapi.responses import RedirectResponse
 from memstrata.errors import PermissionDenied
 from memstrata.lifecycle import states
 from memstrata.model import Event, MemoryItem, Source, Version
-from memstrata.server.ui import parts
+from memstrata.server.ui import notices, parts
 from memstrata.server.ui.diff import version_form
 from memstrata.server.ui.markup import Markup, join, table, tag
 from memstrata.server.ui.visit import HEADERS, UIRoute, Visit, Visitor
@@ -32,13 +32,14 @@ FormField = Annotated[str, Form()]
 
 
 @router.get(PATH)
-def show(cube_id: str, item_id: str, visit: Visitor, done: str = "") -> Response:
-    """The item's page; ``done`` is the notice of the action just made."""
+def show(cube_id: str, item_id: str, visit: Visitor, done: str = "", n: str = "") -> Response:
+    """The item's page; ``done`` is the code of the action just made (``notices.about_item``;
+    ``n``: the version rolled back to)."""
     uid = visit.user.user_id
     item = visit.memory.get(item_id, user_id=uid, cube_id=cube_id)
     versions = visit.memory.history(item_id, user_id=uid, cube_id=cube_id)
     body = [
-        tag("p", done, class_="notice") if done else Markup(""),
+        notices.about_item(done, n, item),
         parts.cube_tabs(cube_id),
         tag("div", item.text, class_="text"),
         _meta(item),
@@ -163,8 +164,10 @@ def _actions(visit: Visit, item: MemoryItem) -> Markup:
     return tag("div", *moves, _post(visit, item, "delete", "Delete"), erase, class_="actions")
 
 
-def _back(cube_id: str, item_id: str, done: str) -> Response:
-    return RedirectResponse(parts.item_url(cube_id, item_id, done=done), 303, headers=HEADERS)
+def _back(cube_id: str, item_id: str, done: str, n: int | None = None) -> Response:
+    """Back to the item's page, with the code of what was done (never its words: ``notices``)."""
+    where = parts.item_url(cube_id, item_id, done=done, n=n)
+    return RedirectResponse(where, 303, headers=HEADERS)
 
 
 @router.post(PATH + "/rollback")
@@ -173,11 +176,9 @@ def rollback(
 ) -> Response:
     """``MemoryOS.rollback`` to ``version``."""
     visit.check_csrf(csrf_token)
-    restored = visit.memory.rollback(
-        item_id, parts.whole_number(version, "version"), user_id=visit.user.user_id,
-        cube_id=cube_id,
-    )  # fmt: skip
-    return _back(cube_id, item_id, f"Rolled back to version {version} (now {restored.version}).")
+    number = parts.whole_number(version, "version")
+    visit.memory.rollback(item_id, number, user_id=visit.user.user_id, cube_id=cube_id)
+    return _back(cube_id, item_id, notices.ROLLED_BACK, number)
 
 
 @router.post(PATH + "/transition")
@@ -186,8 +187,8 @@ def transition(
 ) -> Response:
     """``MemoryOS.transition`` to the state ``to`` (the core says which moves are legal)."""
     visit.check_csrf(csrf_token)
-    moved = visit.memory.transition(item_id, to, user_id=visit.user.user_id, cube_id=cube_id)
-    return _back(cube_id, item_id, f"Moved to {moved.status} (version {moved.version}).")
+    visit.memory.transition(item_id, to, user_id=visit.user.user_id, cube_id=cube_id)
+    return _back(cube_id, item_id, notices.MOVED)
 
 
 @router.post(PATH + "/delete")
@@ -195,7 +196,7 @@ def delete(cube_id: str, item_id: str, visit: Visitor, csrf_token: FormField = "
     """``MemoryOS.delete`` (soft: out of search, history kept)."""
     visit.check_csrf(csrf_token)
     visit.memory.delete(item_id, user_id=visit.user.user_id, cube_id=cube_id)
-    return _back(cube_id, item_id, "Deleted.")
+    return _back(cube_id, item_id, notices.DELETED)
 
 
 @router.get(PATH + "/erase")
@@ -231,5 +232,5 @@ def erase(
     if confirm != "yes":
         return _confirmation(visit, visit.memory.get(item_id, user_id=uid, cube_id=cube_id))
     count = visit.memory.erase(item_id, user_id=uid, cube_id=cube_id)
-    done = f"Erased {count} item(s) for good."
-    return RedirectResponse(parts.cube_url(cube_id, done=done), 303, headers=HEADERS)
+    where = parts.cube_url(cube_id, done=notices.ERASED, n=count)
+    return RedirectResponse(where, 303, headers=HEADERS)

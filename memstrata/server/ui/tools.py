@@ -17,7 +17,7 @@ from fastapi.responses import RedirectResponse
 
 from memstrata.errors import ValidationError
 from memstrata.scheduler import Task, TaskStatus
-from memstrata.server.ui import parts
+from memstrata.server.ui import notices, parts
 from memstrata.server.ui.markup import Markup, join, table, tag
 from memstrata.server.ui.visit import HEADERS, UIRoute, Visit, Visitor
 
@@ -67,9 +67,11 @@ def context(
 
 
 @router.get("/ui/tasks")
-def tasks(visit: Visitor, cube: Param = "", status: Param = "", done: Param = "") -> Response:
-    """Recent background tasks, newest first, with their errors; ``done`` is the notice of the
-    retry just made."""
+def tasks(
+    visit: Visitor, cube: Param = "", status: Param = "", done: Param = "", task: Param = ""
+) -> Response:
+    """Recent background tasks, newest first, with their errors; ``done`` is the code of the
+    action just made (``notices.about_tasks``; ``task``: the task retried)."""
     if status and status not in TASK_STATES:
         raise ValidationError(f"status must be one of {', '.join(TASK_STATES)}")
     found = visit.memory.tasks(
@@ -87,7 +89,7 @@ def tasks(visit: Visitor, cube: Param = "", status: Param = "", done: Param = ""
     links = [tag("a", s, href=parts.url("tasks", cube=cube, status=s)) for s in TASK_STATES]
     filters = tag("p", "show: ", tag("a", "all", href=parts.url("tasks", cube=cube)), " · ",
                   join(links, " · "))  # fmt: skip
-    notice = tag("p", done, class_="notice") if done else Markup("")
+    notice = notices.about_tasks(done, task, found)
     return visit.page("Tasks", join([notice, filters, table(headers, rows, empty="No task.")]))
 
 
@@ -110,5 +112,5 @@ def retry(task_id: str, visit: Visitor, csrf_token: Annotated[str, Form()] = "")
     """``MemoryOS.retry_task``, then back to the tasks page saying where the task stands."""
     visit.check_csrf(csrf_token)
     task = visit.memory.retry_task(task_id, user_id=visit.user.user_id)
-    done = f"Task {task.task_id} ({task.kind}) retried: now {task.status}."
-    return RedirectResponse(parts.url("tasks", done=done), 303, headers=HEADERS)
+    where = parts.url("tasks", done=notices.RETRIED, task=task.task_id)
+    return RedirectResponse(where, 303, headers=HEADERS)

@@ -104,7 +104,7 @@ def visitor(request: Request) -> Visit:
     """The signed-in ``Visit``; ``SignInRequired`` without one (the session is ended when its
     key no longer authenticates: revoked, or its user deleted)."""
     session = session_of(request)
-    if session is None or session.key is None:
+    if session is None:
         raise SignInRequired
     memory = memory_of(request)
     try:
@@ -112,6 +112,9 @@ def visitor(request: Request) -> Visit:
     except Unauthenticated:
         sessions_of(request).end(session.session_id)
         raise SignInRequired from None
+    if user.user_id != session.user_id:  # a key belongs to one user for good; never trust less
+        sessions_of(request).end(session.session_id)
+        raise SignInRequired
     return Visit(memory, user, session)
 
 
@@ -123,12 +126,16 @@ def html(markup: Markup, status: int = 200) -> HTMLResponse:
     return HTMLResponse(str(markup), status_code=status, headers=HEADERS)
 
 
-def set_session_cookie(response: Response, request: Request, session: Session) -> None:
-    """Point the browser at ``session``: HttpOnly, SameSite=Strict, Secure over HTTPS."""
+def set_session_cookie(
+    response: Response, request: Request, value: str, lasts: float = SIGNED_IN_S
+) -> None:
+    """Give the browser the cookie ``value`` (a session's id, or before sign-in the form nonce
+    of ``sessions.FormTokens``) for ``lasts`` seconds: HttpOnly, SameSite=Strict, Secure over
+    HTTPS."""
     response.set_cookie(
         COOKIE,
-        session.session_id,
-        max_age=int(SIGNED_IN_S),
+        value,
+        max_age=int(lasts),
         path="/ui",
         httponly=True,
         samesite="strict",
