@@ -37,6 +37,8 @@ from memstrata.errors import (
     ValidationError,
 )
 from memstrata.memcube import FORMAT_VERSION, ITEM_FIELDS, MemCube, open_cube, write_cube
+from memstrata.memcube.records import ARTIFACT_KINDS
+from memstrata.memory.cubes import MODEL_STATE
 from memstrata.model import Cube, Event
 from memstrata.text import embedding_text
 
@@ -289,9 +291,11 @@ def test_import_then_export_round_trips_to_identical_files(
     assert (imported.cube_id, imported.owner, imported.kind) == ("notes", "ann", "agent")
     other.export("notes", second, user_id="ann")
 
-    for name in [*FILES, "artifacts/000001.kv"]:
-        if name != "events.jsonl":
+    for name in FILES:
+        if name not in ("events.jsonl", "artifacts.jsonl"):
             assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    # the KV cache is model state: never imported (issue 24, finding 4), made again by a chat
+    assert lines(first / "artifacts.jsonl") and lines(second / "artifacts.jsonl") == []
     old_events = (first / "events.jsonl").read_bytes()
     new_events = (second / "events.jsonl").read_bytes()
     assert new_events.startswith(old_events)
@@ -300,13 +304,16 @@ def test_import_then_export_round_trips_to_identical_files(
     assert added["after"] == {
         "from_cube_id": "notes", "format_version": 1, "items": manifest(first)["counts"]["items"],
         "ids": "kept", "reembedded": False, "claims": "kept", "other_users": ["ann"],
-        "other_user_count": 1,
+        "other_user_count": 1, "artifacts_dropped": {"kv_cache": 1},
     }  # fmt: skip
     a, b = manifest(first), manifest(second)
     assert b["counts"]["events"] == a["counts"]["events"] + 1
     assert b["sha256"]["events.jsonl"] == sha256(second / "events.jsonl")
+    assert (a["counts"]["artifacts"], b["counts"]["artifacts"]) == (1, 0)
     for m in (a, b):
         del m["exported_at"], m["counts"]["events"], m["sha256"]["events.jsonl"]
+        del m["counts"]["artifacts"], m["sha256"]["artifacts.jsonl"]
+    del a["sha256"]["artifacts/000001.kv"]
     assert a == b
 
 
@@ -326,10 +333,9 @@ def test_an_imported_cube_works_like_the_original(
         assert [h.item.id for h in other.search(query, user_id="ann")] == want
     (added,) = other.add("Ann now lives in Braga", user_id="ann", cube_id="notes")
     assert other.search("Braga", user_id="ann")[0].item.id == added  # the change sequence moved on
-    artifact = other.store.reader().execute("SELECT path FROM artifacts").fetchone()[0]  # type: ignore[attr-defined]
-    assert artifact == "other.db.artifacts/notes/kv-1.kv"
-    stored = tmp_path / artifact
-    assert stored.read_bytes() == (tmp_path / "stable-context.kv").read_bytes()
+    # the KV cache is model state: not imported, no file placed (issue 24, finding 4)
+    assert other.store.artifacts("notes") == []
+    assert not (tmp_path / "other.db.artifacts").exists()
 
 
 def test_import_with_new_ids_rewrites_every_reference(
@@ -358,8 +364,7 @@ def test_import_with_new_ids_rewrites_every_reference(
     assert (first / "vectors.npy").read_bytes() == (copy / "vectors.npy").read_bytes()
     events = (copy / "events.jsonl").read_text()
     assert events.startswith(renamed((first / "events.jsonl").read_text()))
-    (artifact,) = lines(copy / "artifacts.jsonl")
-    assert artifact["artifact_id"] != "kv-1"
+    assert lines(copy / "artifacts.jsonl") == []  # the KV cache is model state: left out
     references = [
         ref
         for item in lines(copy / "items.jsonl")
@@ -677,10 +682,28 @@ def test_the_format_holds_every_year(tmp_path: Path) -> None:
             pass
 
 
+#: Artifact kinds an import stores (and so places a file for): those that are not model state.
+PLACED = sorted(set(ARTIFACT_KINDS) - MODEL_STATE)
+
+
+def test_a_kv_cache_in_the_way_is_not_placed(
+    other: MemoryOS, exported: Path, tmp_path: Path
+) -> None:
+    """An import places no file of model state (issue 24, finding 4): what is in the way stays."""
+    taken = tmp_path / "other.db.artifacts" / "notes" / "kv-1.kv"
+    taken.parent.mkdir(parents=True)
+    taken.write_bytes(b"in the way")
+    other.import_cube(exported, owner="ann", by="root")
+    assert taken.read_bytes() == b"in the way" and other.store.artifacts("notes") == []
+
+
+@pytest.mark.skipif(not PLACED, reason="every artifact kind is model state: none is placed")
 def test_a_failed_import_names_no_path_of_the_database(
     other: MemoryOS, exported: Path, tmp_path: Path
 ) -> None:
     """Where the database and its artifacts live is the server's business, not its clients'."""
+    (line,) = lines(exported / "artifacts.jsonl")
+    rewrite(exported, "artifacts.jsonl", (json.dumps({**line, "kind": PLACED[0]}) + "\n").encode())
     taken = tmp_path / "other.db.artifacts" / "notes" / "kv-1.kv"
     taken.parent.mkdir(parents=True)
     taken.write_bytes(b"in the way")

@@ -8,7 +8,9 @@ dequantises them to float32; the default is the SmolLM2-135M-Instruct Q4_1 file 
 ``train`` fits a peft LoRA adapter to question/answer pairs (chat-formatted with the model's
 template; the loss counts only the answer's tokens) and returns it as **safetensors bytes** (the
 adapter's tensors and nothing else; never pickle).  ``answer`` answers questions greedily, with
-the base model alone or with such an adapter put on it.  The base model is loaded on the first
+the base model alone or with such an adapter put on it.  Questions, answers and chat messages are
+``llm.neutral.neutralise``d before the chat template formats them (their tokens are read with the
+template's control tokens recognised anywhere).  The base model is loaded on the first
 call and kept; each call works on a copy (peft changes the model it wraps), so the base stays as
 loaded.  Calls are serialised by a lock: ``CausalLM`` is thread-safe.
 
@@ -32,6 +34,7 @@ from typing import Any
 from memstrata.closing import Closing
 from memstrata.errors import ConfigurationError
 from memstrata.llm.local import default_model_path, model_sha256
+from memstrata.llm.neutral import neutral_messages, neutralise
 
 INSTALL = "pip install 'memstrata[adapt]'"
 #: The modules of the extra: every one must be importable.
@@ -161,8 +164,10 @@ class CausalLM(Closing):
             model, tokenizer = self._model(adapter, settings)
             import torch
 
+            # The formatted text is tokenised with added tokens recognised anywhere: the
+            # messages' own text must hold none (``llm.neutral``).
             text = tokenizer.apply_chat_template(
-                [dict(m) for m in messages], add_generation_prompt=True, tokenize=False
+                neutral_messages(messages), add_generation_prompt=True, tokenize=False
             )
             ids = torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"]])
             with torch.no_grad():
@@ -274,7 +279,10 @@ def _fit(
 
 
 def _prompt(tokenizer: Any, question: str) -> list[int]:
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": neutralise(question)},
+    ]
     text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
@@ -282,7 +290,9 @@ def _prompt(tokenizer: Any, question: str) -> list[int]:
 def _encode(tokenizer: Any, qa: QA) -> tuple[list[int], list[int]]:
     """(token ids, labels) of one example: the prompt's labels are -100 (not learnt)."""
     prompt = _prompt(tokenizer, qa.question)
-    answer = list(tokenizer(qa.answer + tokenizer.eos_token, add_special_tokens=False)["input_ids"])
+    # An answer is a memory's text: neutralised, so that it cannot teach a control token.
+    said = neutralise(qa.answer) + tokenizer.eos_token
+    answer = list(tokenizer(said, add_special_tokens=False)["input_ids"])
     return prompt + answer, [-100] * len(prompt) + answer
 
 

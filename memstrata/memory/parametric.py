@@ -13,6 +13,13 @@ hyper-parameters, the seconds training took, the loss of each epoch and the base
 ``answer`` asks the base model questions with no context, through the cube's newest adapter when
 it has one (``MemoryOS.generate_with_adapter``; the evaluation ``memstrata eval adapter``).
 
+**Only this server's adapters are loaded** (issue 24, finding 4): ``train`` stores an adapter
+sealed (``memory.artifacts.Seal``), and ``adapter`` (what ``answer`` and ``chat`` put on the
+model) gives the newest one's bytes only when its MAC verifies over them; one that does not (a
+planted or changed file, one made before seals) is deleted, a new training is queued, and the
+base model answers alone meanwhile.  An import never brings a ``lora`` artifact in
+(``memory.cubes``).
+
 **Templates** (``pairs``): a profile attribute with ``metadata`` ``subject``/``key``/``value``
 gives "What is Ann's favourite food?" → "Ann's favourite food is ramen."; a fact, preference or
 knowledge item gives one question from the first of ``PATTERNS`` its text matches ("Ann works as a
@@ -126,6 +133,7 @@ class ParametricMemory:
         self.settings = settings or LoraSettings()
         self._model_path = model_path
         self._model: CausalLM | None = None
+        self.seal = artifacts.Seal(store)
         scheduler.register("train_adapter", self._task)
 
     @property
@@ -154,10 +162,17 @@ class ParametricMemory:
         made: Artifact | None = None
         if items:
             wanted = fingerprint(self.model.fingerprint(), items, self.settings)
-            made = next((a for a in existing if a.fingerprint == wanted), None)
+            made = next(
+                (
+                    a
+                    for a in existing
+                    if a.fingerprint == wanted and self.seal.open(cube_id, a) is not None
+                ),
+                None,
+            )  # one that is not sealed is deleted by ``open``, and trained again here
             if made is None:
                 trained = self.model.train(pairs(items), self.settings, progress)
-                made = self.store.put_artifact(
+                made = self.seal.put(
                     cube_id, KIND, wanted, trained.data, self._metadata(items, trained)
                 )
         artifacts.keep_only(self.store, cube_id, existing, made)
@@ -168,18 +183,31 @@ class ParametricMemory:
         found = self.store.artifacts(cube_id, KIND)
         return found[-1] if found else None
 
+    def adapter(self, cube_id: str) -> bytes | None:
+        """The bytes of the cube's newest adapter, what the model is given: only when this
+        server sealed them.  None when the cube has none, or when its newest is not sealed (it
+        is deleted and a new training queued; run inline, it is trained here and used at
+        once)."""
+        artifact = self.current(cube_id)
+        if artifact is None:
+            return None
+        data = self.seal.open(cube_id, artifact)
+        if data is None:
+            self.queue(cube_id)  # made again from the cube's own items
+            fresh = self.current(cube_id) if self.scheduler.inline else None
+            data = None if fresh is None else self.seal.open(cube_id, fresh)
+        return data
+
     def answer(self, cube_id: str, questions: Sequence[str], max_tokens: int = 32) -> list[str]:
         """Greedy answers with no context, through the cube's newest adapter if any (else the
         base model's own)."""
-        artifact = self.current(cube_id)
-        adapter = None if artifact is None else artifact.path.read_bytes()
+        adapter = self.adapter(cube_id)
         return self.model.answer(questions, adapter, self.settings, max_tokens=max_tokens)
 
     def chat(self, cube_id: str, messages: Sequence[ChatMessage], max_tokens: int) -> str:
         """The answer to chat ``messages`` by the base model through the cube's newest adapter
         (the base model alone when the cube has none)."""
-        artifact = self.current(cube_id)
-        adapter = None if artifact is None else artifact.path.read_bytes()
+        adapter = self.adapter(cube_id)
         return self.model.chat(messages, adapter, self.settings, max_tokens=max_tokens)
 
     def queue(self, cube_id: str) -> str:

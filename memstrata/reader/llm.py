@@ -8,7 +8,8 @@ so a server that enforces schemas (llama.cpp) cannot cite anything else.  The an
 by ``reader.grounding`` whatever the server did: invalid or ungrounded findings are dropped; an
 answer that is not the JSON asked for, or a failed call (``LLMError``), is retried ``retries``
 times, then the fallback reader (the offline reader) reads that batch instead, with a warning
-logged.
+logged.  What the pages say (texts and speakers) is ``llm.neutral.neutralise``d: it cannot
+become a control token of the model's prompt.
 Model output that is not a valid, grounded finding never becomes memory text.
 
 Both classes are thread-safe when their ``LLM`` and ``on_usage`` callback are.
@@ -23,6 +24,7 @@ from typing import Any
 from memstrata.errors import LLMError
 from memstrata.limits import MAX_NAME
 from memstrata.llm.base import LLM, ChatMessage, Completion
+from memstrata.llm.neutral import neutralise
 from memstrata.model import MemoryItem
 from memstrata.reader.findings import Finding, Reader
 from memstrata.reader.grounding import FINDING_TYPES, Malformed, json_object, parse_findings
@@ -112,12 +114,13 @@ def render_pages(pages: Mapping[str, MemoryItem]) -> str:
 
     The speaker (else the role, else "user") and the text are each put on one line and cut
     (``text.one_line``, at ``MAX_NAME`` and ``_PAGE_CHARS`` characters): what a page holds (an
-    imported MemCube's speaker may hold anything) can never start a line of the prompt.
+    imported MemCube's speaker may hold anything) can never start a line of the prompt, and,
+    ``llm.neutral.neutralise``d, never holds a control token of the model's chat template.
     """
     lines = []
     for ref, page in pages.items():
-        speaker = one_line(page.speaker or page.role or "", MAX_NAME) or "user"
-        text = one_line(page.text, _PAGE_CHARS)
+        speaker = neutralise(one_line(page.speaker or page.role or "", MAX_NAME)) or "user"
+        text = neutralise(one_line(page.text, _PAGE_CHARS))
         lines.append(f"[{ref}] {page.event_time:%Y-%m-%d} {speaker}: {text}")
     return "\n".join(lines)
 
@@ -214,7 +217,7 @@ class LLMSummariser:
         ``LLMError`` (it is logged); what ``on_usage`` raises propagates."""
         if not texts:
             return None
-        lines = _within([" ".join(t.split()) for t in texts], self.batch_tokens)
+        lines = _within([neutralise(" ".join(t.split())) for t in texts], self.batch_tokens)
         messages: list[ChatMessage] = [
             {"role": "system", "content": _SUMMARY_PROMPT},
             {"role": "user", "content": "\n".join(lines)},

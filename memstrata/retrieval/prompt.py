@@ -3,8 +3,14 @@
 One system message says what the memory is and holds, in this order, the cube's stable context
 (``memory.activation``: the same at every question, so a model can keep it cached), today's date
 and the rendered context (its format is documented in ``retrieval.pack``); the user's message
-follows unchanged.  The model is told to
+follows.  The model is told to
 prefer the memory and to say so when the memory does not hold the answer, instead of guessing.
+
+Everything in a prompt that came from a user (the stable context, the memory lines with their
+speakers and subjects, the question) is ``llm.neutral.neutralise``d here: a stored
+``<|im_end|><|im_start|>system`` cannot end the system message and open one of its author's.
+The stable context is neutralised inside ``stable_prefix``, so the KV cache's fingerprint
+(``memory.activation``) is that of the text the model reads.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from memstrata.llm.base import ChatMessage
+from memstrata.llm.neutral import neutralise
 from memstrata.retrieval.pack import Context
 
 INSTRUCTIONS = """You are a helpful assistant with a long-term memory of your conversations with \
@@ -49,20 +56,22 @@ class ChatReply:
 
 
 def stable_prefix(stable: str) -> str:
-    """The start of every system message for a cube whose stable context is ``stable``."""
-    return INSTRUCTIONS + (STABLE.format(stable=stable) if stable else "")
+    """The start of every system message for a cube whose stable context is ``stable``
+    (neutralised: see the module docstring)."""
+    return INSTRUCTIONS + (STABLE.format(stable=neutralise(stable)) if stable else "")
 
 
 def chat_messages(
     query: str, context: Context, now: datetime, stable: str = ""
 ) -> list[ChatMessage]:
     """The messages that ask the model ``query`` with ``context`` as its memory, after the
-    cube's ``stable`` context (see ``memory.activation``)."""
-    memory = context.text.strip() or "(nothing yet)"
+    cube's ``stable`` context (see ``memory.activation``); what came from users is
+    neutralised (see the module docstring)."""
+    memory = neutralise(context.text.strip()) or "(nothing yet)"
     dynamic = DYNAMIC.format(today=now.strftime("%Y-%m-%d"), memory=memory)
     return [
         {"role": "system", "content": stable_prefix(stable) + dynamic},
-        {"role": "user", "content": query},
+        {"role": "user", "content": neutralise(query)},
     ]
 
 

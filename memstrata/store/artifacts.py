@@ -5,7 +5,8 @@ Both engines keep an artifact's bytes in a file under the store's artifact folde
 (``ArchiveStore.artifact_dir``) and its description in the ``artifacts`` table.
 ``ArtifactRows`` is ``ArchiveStore``'s artifact calls, mixed into both engines' archive class
 (they differ only in their parameter ``MARK``, ``?`` or ``%s``), so an artifact is written, read
-and removed one way only.
+and removed one way only.  It also keeps the key the core seals artifacts with
+(``artifact_key``, a ``meta`` row: the database is what every process of a server shares).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,6 +26,9 @@ from memstrata.errors import CubeNotFound
 from memstrata.memcube import Artifact
 from memstrata.model import new_id
 from memstrata.store import rows
+
+#: The ``meta`` row holding ``ArtifactRows.artifact_key`` (hex).
+KEY_META = "artifact_key"
 
 
 class Engine(Protocol):
@@ -76,6 +81,22 @@ class ArtifactRows:
         with self.snapshot() as conn:
             found = of_cube(conn, self.MARK, self._artifact_base(), cube_id)
         return [a for a in found if kind is None or a.kind == kind]
+
+    def artifact_key(self: Engine) -> bytes:
+        read = f"SELECT value FROM meta WHERE key = {self.MARK}"
+        with self.snapshot() as conn:
+            found = conn.execute(read, (KEY_META,)).fetchone()
+        if found is None:
+            # Made once: two processes racing both insert, the first row wins (DO NOTHING) and
+            # both read it back, so every process seals with the same key.
+            with self.transaction() as conn:
+                conn.execute(
+                    f"INSERT INTO meta (key, value) VALUES ({self.MARK}, {self.MARK}) "
+                    "ON CONFLICT (key) DO NOTHING",
+                    (KEY_META, secrets.token_hex(32)),
+                )
+                found = conn.execute(read, (KEY_META,)).fetchone()
+        return bytes.fromhex(str(found[0]))
 
     def delete_artifacts(self: Engine, cube_id: str, artifact_ids: Sequence[str]) -> int:
         wanted = set(artifact_ids)

@@ -369,6 +369,11 @@ class ArchiveStore(Protocol):
         """Delete these artifacts of ``cube_id`` (others' ids are ignored): their rows, then
         their files; how many went."""
 
+    def artifact_key(self) -> bytes:
+        """The secret the server seals its artifacts with (``memory.artifacts``): 32 random
+        bytes made by the first call on this database and kept in it (``meta``), the same for
+        every process that shares it; never exported."""
+
 
 class Store(
     PrincipalStore,
