@@ -141,6 +141,10 @@ def test_export_keeps_the_cache_unless_told_not_to(
     with_cache = mos.export(cube, tmp_path / "with", user_id="ann")
     without = mos.export(cube, tmp_path / "without", user_id="ann", artifacts=False)
     assert with_cache.counts["artifacts"] == 1 and without.counts["artifacts"] == 0
+    # a KV cache is model state: an import never stores one (issue 24, finding 4); the copy's
+    # next chat makes its own
     copy = mos.import_cube(tmp_path / "with", owner="bob", keep_ids=False)
-    (imported,) = mos.artifacts(copy.cube_id, user_id="bob")
-    assert imported.sha256 == built.sha256 and imported.path.read_bytes() == built.path.read_bytes()
+    assert mos.artifacts(copy.cube_id, user_id="bob") == []
+    reply = mos.chat("Where do I work?", user_id="bob", cube_id=copy.cube_id)
+    (made,) = mos.artifacts(copy.cube_id, user_id="bob")
+    assert reply.activation == made.artifact_id and made.metadata["mac"] != built.metadata["mac"]
