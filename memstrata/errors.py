@@ -10,6 +10,8 @@
     │                                  AdminRequired, OwnDataOnly
     ├── ConflictError          (409)   AlreadyExists; an external id reused with other content;
     │                                  TaskNotFailed
+    ├── Busy                   (429)   the caller already runs as many heavy calls (document
+    │                                  uploads, large adds) as one user may at once
     ├── ConfigurationError     (400)   EmbedderMismatch, an unknown embedder, a bad settings value
     ├── MemCubeError           (400)   a MemCube export target that exists; a corrupt or unsafe MemCube
     ├── StorageError           (500)   NotOurDatabase, SchemaTooNew, a database that cannot be opened
@@ -152,6 +154,17 @@ class TaskNotFailed(ConflictError):
         super().__init__(
             f"task {task_id!r} is {status}, not failed", hint="only a failed task can be retried"
         )
+
+
+class Busy(MemstrataError):
+    """The caller already runs as many heavy calls as one user may at once; nothing was done.
+
+    Retrying once one of them has ended succeeds (``retry_after_s`` is a hint, not a promise).
+    """
+
+    status = 429
+    code = "busy"
+    retry_after_s = 10
 
 
 class ConfigurationError(MemstrataError):

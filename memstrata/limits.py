@@ -67,9 +67,29 @@ MAX_FILTER_KEYS = 32
 MAX_CUBE_IDS = 1000
 #: Longest file name of a document.
 MAX_FILENAME = 255
-#: Largest document, as uploaded (bytes) and as text (characters).
+#: Largest document, as uploaded (bytes) and as text (characters).  The text is counted while it
+#: is made (JSON lines, PDF pages), and reading stops as soon as it passes the bound.
 MAX_DOCUMENT_BYTES = 20_000_000
 MAX_DOCUMENT_CHARS = 1_000_000
+#: Most pages of a PDF document (a longer one is refused before any page is read).
+MAX_DOCUMENT_PAGES = 2000
+#: Most bytes of decompressed page content (the drawing operators text is read from) of a PDF,
+#: all pages together; content shared by several pages counts once per page.  Reading content
+#: is the costly part of a PDF (about a second of CPU per megabyte), drawn text or not.
+MAX_DOCUMENT_CONTENT_BYTES = 50_000_000
+#: Most CPU seconds reading one document's text may take (a PDF's, checked as it is read).
+MAX_DOCUMENT_CPU_S = 60.0
+#: Most values of a .json document (its commas and brackets are counted before it is parsed:
+#: a parsed empty object takes some 70 bytes of memory, so this bounds the parse to ~100 MB).
+MAX_JSON_VALUES = 1_000_000
+#: Longest key path of a .json document's line (``a.b[3].c: value``), in characters; a longer
+#: path is cut there and ends with "…".
+MAX_JSON_PATH_CHARS = 1000
+#: Most heavy calls one user runs at once in one process: document uploads, and adds of more than
+#: ``HEAVY_ADD_CHARS`` characters; one more is ``Busy`` (429) until one of them ends.
+MAX_HEAVY_CALLS = 2
+#: Characters of content (all messages together) from which an ``add`` is a heavy call.
+HEAVY_ADD_CHARS = 50_000
 #: Most items one ``feedback`` call names (``item_ids``) or changes.
 MAX_FEEDBACK_TARGETS = 20
 #: Earliest year of an event time: times are exchanged as ISO 8601, whose years have four digits.

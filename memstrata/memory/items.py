@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from memstrata.embed import fingerprint
@@ -16,8 +17,10 @@ from memstrata.errors import ConflictError, ItemNotFound, ValidationError
 from memstrata.filters import Filters, parse_filters
 from memstrata.lifecycle import states
 from memstrata.limits import (
+    HEAVY_ADD_CHARS,
     MAX_DOCUMENT_BYTES,
     MAX_FILENAME,
+    MAX_HEAVY_CALLS,
     MAX_OFFSET,
     MAX_TOP_K,
     check_text,
@@ -26,7 +29,17 @@ from memstrata.memory import expiry
 from memstrata.memory.access import check_id, check_int, check_reason
 from memstrata.memory.components import Components
 from memstrata.memory.embedding import embed_items
-from memstrata.model import DERIVED_TYPES, STATUSES, MemoryItem, Source, Version, new_id, utcnow
+from memstrata.memory.fairness import HeavyCalls
+from memstrata.model import (
+    DERIVED_TYPES,
+    STATUSES,
+    Cube,
+    MemoryItem,
+    Source,
+    Version,
+    new_id,
+    utcnow,
+)
 from memstrata.reader import documents
 from memstrata.reader.messages import parse_content, parse_messages, parse_metadata
 from memstrata.text import embedding_text
@@ -42,6 +55,8 @@ class Items:
         self._parts = parts
         self._store = parts.store
         self._access = parts.access
+        #: document uploads and large adds running now, per user (``memory.fairness``)
+        self.heavy = HeavyCalls(MAX_HEAVY_CALLS)
 
     def add(
         self,
@@ -58,7 +73,8 @@ class Items:
         with the same content is not stored twice (its existing id is returned); with other
         content it is a ``ConflictError``.  Each turn expires (``memory.expiry``) at its
         message's ``expires_at``, else at this call's, else after the cube's ``ttl_days_turn``;
-        never when none is given.
+        never when none is given.  An add of more than ``HEAVY_ADD_CHARS`` characters is a heavy
+        call: ``Busy`` when the user already runs ``MAX_HEAVY_CALLS`` (``memory.fairness``).
         """
         parsed = parse_messages(messages)
         if session_id is not None:
@@ -85,7 +101,11 @@ class Items:
             )
             for m in parsed
         ]
-        ids = self._store_new(items)
+        if sum(len(m.content) for m in parsed) > HEAVY_ADD_CHARS:
+            with self.heavy.slot(user_id, "this add"):
+                ids = self._store_new(items)
+        else:
+            ids = self._store_new(items)
         self._parts.tiers.added(cube_id)
         return ids
 
@@ -107,7 +127,9 @@ class Items:
         the document, its SHA-256 and the chunk's place.  Adding the same bytes again stores
         nothing new and returns the same ids.  Returns the chunk ids in document order.  The
         chunks expire at ``expires_at``, else after the cube's ``ttl_days_chunk`` (never when
-        neither is given; ``memory.expiry``).
+        neither is given; ``memory.expiry``).  An upload is a heavy call: ``Busy`` when the user
+        already runs ``MAX_HEAVY_CALLS`` (``memory.fairness``); the grant is checked before it is
+        read, and reading it is bounded (``reader.documents``).
         """
         if not isinstance(data, (bytes, bytearray)):
             raise ValidationError("a document must be given as bytes")
@@ -123,10 +145,25 @@ class Items:
         if session_id is not None:
             check_id(session_id, "session_id")
         given = expiry.parse_expiry(expires_at)
-        settings = self._parts.settings
-        text = documents.parse_document(filename, bytes(data))
-        chunks = documents.chunk_text(text, settings.chunk_size, settings.chunk_overlap)
         cube = self._access.writable_cube(user_id, cube_id)
+        with self.heavy.slot(user_id, "this upload"):
+            return self._add_chunks(bytes(data), filename, user_id, cube, session_id, extra, given)
+
+    def _add_chunks(
+        self,
+        data: bytes,
+        filename: str,
+        user_id: str,
+        cube: Cube,
+        session_id: str | None,
+        extra: dict[str, Any],
+        given: datetime | None,
+    ) -> list[str]:
+        """``add_document`` once its input is checked: parse, chunk, embed and store."""
+        settings = self._parts.settings
+        cube_id = cube.cube_id
+        text = documents.parse_document(filename, data)
+        chunks = documents.chunk_text(text, settings.chunk_size, settings.chunk_overlap)
         digest = hashlib.sha256(data).hexdigest()
         now = utcnow()
         until = given or expiry.default_expiry(cube, "chunk", now)

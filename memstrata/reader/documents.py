@@ -6,10 +6,25 @@ paragraph breaks where they can, else at sentence ends, else at spaces; consecut
 up to ``overlap`` characters of whole sentences or paragraphs.  Each chunk's ``start``/``end`` is its
 span in the parsed text, so ``text[start:end] == chunk.text``.
 
-A document's text may have at most ``limits.MAX_DOCUMENT_CHARS`` characters (a PDF stops being
-read past it).  pypdf's warnings about a damaged file ("EOF marker not found") are not logged:
-a PDF that cannot be read is a ``ValidationError`` that says so, and one read despite damage
-needs no warning.
+Reading is bounded while it is done, never after (issue 24), each bound a ``ValidationError`` that
+names it:
+
+* the text may have at most ``limits.MAX_DOCUMENT_CHARS`` characters, counted as it is made: a
+  ``.txt``/``.md`` file too large to hold fewer is refused undecoded, a ``.json`` file's lines and a
+  PDF's pages stop as soon as the count passes the bound;
+* a ``.json`` file holds at most ``MAX_JSON_VALUES`` values (counted before parsing), and each
+  line's key path is cut at ``MAX_JSON_PATH_CHARS`` characters (ending "…");
+* a PDF has at most ``MAX_DOCUMENT_PAGES`` pages, at most ``MAX_DOCUMENT_CONTENT_BYTES`` bytes of
+  decompressed page content in all (a page's content counted for every page that shows it), and
+  its reading takes at most ``MAX_DOCUMENT_CPU_S`` seconds of this thread's CPU time, checked
+  between pages and, through pypdf's operator visitor, while a page is read.
+
+The text then passes the rule of every stored text (``limits.check_text``): NUL or a lone surrogate
+in a ``.txt``, ``.md`` or ``.json`` file is refused as in any message; in a PDF they are artefacts of
+its fonts, so NUL is dropped and a lone surrogate becomes U+FFFD.
+
+pypdf's warnings about a damaged file ("EOF marker not found") are not logged: a PDF that cannot be
+read is a ``ValidationError`` that says so, and one read despite damage needs no warning.
 """
 
 from __future__ import annotations
@@ -18,12 +33,21 @@ import io
 import json
 import logging
 import re
+import time
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
 from memstrata.errors import ValidationError
-from memstrata.limits import MAX_DOCUMENT_CHARS
+from memstrata.limits import (
+    MAX_DOCUMENT_CHARS,
+    MAX_DOCUMENT_CONTENT_BYTES,
+    MAX_DOCUMENT_CPU_S,
+    MAX_DOCUMENT_PAGES,
+    MAX_JSON_PATH_CHARS,
+    MAX_JSON_VALUES,
+    check_text,
+)
 
 SUFFIXES = (".txt", ".md", ".json", ".pdf")
 _PARAGRAPH = re.compile(r"\n\s*\n")
@@ -53,19 +77,24 @@ def parse_document(filename: str, data: bytes) -> str:
             hint=f"upload one of: {', '.join(SUFFIXES)}",
         )
     if suffix == ".pdf":
-        text = _pdf_text(filename, data)
+        text = _storable(_pdf_text(filename, data))
+    elif suffix == ".json":
+        text = _json_text(filename, _decode(filename, data))
     else:
+        # UTF-8 spends at most 4 bytes on a character (and 3 on a byte order mark): more bytes
+        # than that can only be too long, so they are refused before being decoded.
+        if len(data) > 4 * MAX_DOCUMENT_CHARS + 3:
+            raise _too_long(filename, f"more than {MAX_DOCUMENT_CHARS}")
         text = _decode(filename, data)
-        if suffix == ".json":
-            text = _json_text(filename, text)
     if len(text) > MAX_DOCUMENT_CHARS:
-        raise _too_long(filename, len(text))
+        raise _too_long(filename, str(len(text)))
+    check_text(text, f"the text of {filename!r}", MAX_DOCUMENT_CHARS)
     if not text.strip():
         raise ValidationError(f"{filename!r} contains no text")
     return text
 
 
-def _too_long(filename: str, size: int) -> ValidationError:
+def _too_long(filename: str, size: str) -> ValidationError:
     return ValidationError(
         f"{filename!r} has {size} characters of text; a document may have {MAX_DOCUMENT_CHARS}",
         hint="split it into several documents",
@@ -157,27 +186,76 @@ def _decode(filename: str, data: bytes) -> str:
 
 
 def _json_text(filename: str, text: str) -> str:
-    """One ``path: value`` line per leaf, so every value is findable by its key."""
+    """One ``path: value`` line per leaf, so every value is findable by its key.
+
+    The lines are counted as they are made and stop past ``MAX_DOCUMENT_CHARS`` (a leaf under a
+    long key path repeats the path: a 1 MB file could make gigabytes of lines).
+    """
+    # Each value but the first follows a comma or opens with a bracket; those inside strings are
+    # counted too, which only errs towards refusing (such a file is too long to keep anyway).
+    values = text.count(",") + text.count("[") + text.count("{") + 1
+    if values > MAX_JSON_VALUES:
+        raise ValidationError(
+            f"{filename!r} holds more than {MAX_JSON_VALUES} JSON values",
+            hint="split it into several documents",
+        )
+    lines = _Lines(filename)
     try:
-        value = json.loads(text)
-        lines: list[str] = []
-        _leaves(value, "", lines)
+        _leaves(json.loads(text), "", lines)
     except RecursionError as exc:
         raise ValidationError(f"{filename!r} is JSON nested too deeply to read") from exc
     except ValueError as exc:
         raise ValidationError(f"{filename!r} is not valid JSON: {exc}") from exc
-    return "\n".join(lines)
+    return "\n".join(lines.lines)
 
 
-def _leaves(value: Any, path: str, lines: list[str]) -> None:
+class _Lines:
+    """The lines of a JSON document's text, refused as soon as they pass ``MAX_DOCUMENT_CHARS``."""
+
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+        self.lines: list[str] = []
+        self.size = -1  # n lines have n - 1 newlines between them
+
+    def add(self, line: str) -> None:
+        self.size += len(line) + 1
+        if self.size > MAX_DOCUMENT_CHARS:
+            raise _too_long(self.filename, f"more than {MAX_DOCUMENT_CHARS}")
+        self.lines.append(line)
+
+
+def _leaves(value: Any, path: str, lines: _Lines) -> None:
     if isinstance(value, dict):
         for key, inner in value.items():
-            _leaves(inner, f"{path}.{key}" if path else str(key), lines)
+            _leaves(inner, _child(path, "." if path else "", str(key)), lines)
     elif isinstance(value, list):
         for i, inner in enumerate(value):
-            _leaves(inner, f"{path}[{i}]", lines)
+            _leaves(inner, _child(path, "", f"[{i}]"), lines)
     elif value is not None:
-        lines.append(f"{path}: {value}" if path else str(value))
+        lines.add(f"{path}: {value}" if path else str(value))
+
+
+_CUT = "…"
+
+
+def _child(path: str, sep: str, name: str) -> str:
+    """``path + sep + name``, cut to ``MAX_JSON_PATH_CHARS`` characters ending "…" when longer
+    (the inner paths of a cut path are that same path).  A long key is sliced before it is joined,
+    so no path longer than the bound is ever built."""
+    if len(path) >= MAX_JSON_PATH_CHARS:
+        return path if path.endswith(_CUT) else path[: MAX_JSON_PATH_CHARS - 1] + _CUT
+    joined = path + sep + name[:MAX_JSON_PATH_CHARS]
+    if len(joined) <= MAX_JSON_PATH_CHARS:
+        return joined
+    return joined[: MAX_JSON_PATH_CHARS - 1] + _CUT
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _storable(text: str) -> str:
+    """A PDF's text without NUL, its lone surrogates replaced by U+FFFD (font artefacts)."""
+    return _UNSTORABLE.sub(lambda m: "" if m.group() == "\x00" else "\ufffd", text)
 
 
 def _pdf_text(filename: str, data: bytes) -> str:
@@ -187,22 +265,82 @@ def _pdf_text(filename: str, data: bytes) -> str:
     if b"%PDF-" not in data[:1024]:
         raise ValidationError(f"{filename!r} is not a PDF (it has no %PDF- header)")
     _quiet_pypdf()
+    budget = _Budget(filename)
     pages: list[str] = []
     size = 0
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             raise ValidationError(f"{filename!r} is an encrypted PDF", hint="upload it unlocked")
+        count = len(reader.pages)
+        if count > MAX_DOCUMENT_PAGES:
+            raise ValidationError(
+                f"{filename!r} has {count} pages; a PDF may have {MAX_DOCUMENT_PAGES}",
+                hint="split it into several documents",
+            )
         for page in reader.pages:
-            pages.append((page.extract_text() or "").strip())
+            budget.content(_content_bytes(page))
+            pages.append((page.extract_text(visitor_operand_before=budget.visit) or "").strip())
+            budget.check()
             size += len(pages[-1]) + 2
             if size > MAX_DOCUMENT_CHARS:
-                raise _too_long(filename, size)
+                raise _too_long(filename, f"more than {MAX_DOCUMENT_CHARS}")
     except ValidationError:
         raise
     except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
         raise ValidationError(f"{filename!r} is not a readable PDF: {exc}") from exc
     return "\n\n".join(p for p in pages if p)
+
+
+def _content_bytes(page: Any) -> int:
+    """The decompressed size of a page's content stream(s); pypdf keeps the decoded data, so
+    text extraction does not decompress it again."""
+    contents = page.get_contents()
+    return 0 if contents is None else len(contents.get_data())
+
+
+class _Budget:
+    """The work one PDF may cost: content bytes read and CPU time, both checked as it goes.
+
+    ``visit`` is pypdf's ``visitor_operand_before``: it sees every operator a page's text is read
+    from (form XObjects' too, which page content does not count), and every ``CHECK_EVERY``
+    operators it checks the CPU time.  pypdf swallows an exception raised inside a form XObject,
+    so being over budget is remembered and raised again at the next operator or ``check``.
+    """
+
+    CHECK_EVERY = 1024
+
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+        self.bytes = 0
+        self.operators = 0
+        self.started = time.thread_time()
+        self.over: ValidationError | None = None
+
+    def content(self, size: int) -> None:
+        """Count a page's content before it is read; over ``MAX_DOCUMENT_CONTENT_BYTES``: refuse."""
+        self.bytes += size
+        if self.bytes > MAX_DOCUMENT_CONTENT_BYTES:
+            raise ValidationError(
+                f"{self.filename!r} has more than {MAX_DOCUMENT_CONTENT_BYTES} bytes of page "
+                "content to read (decompressed, all pages together)",
+                hint="split it into several documents, or upload its text",
+            )
+
+    def visit(self, *_: Any) -> None:
+        self.operators += 1
+        if self.over is not None or self.operators % self.CHECK_EVERY == 0:
+            self.check()
+
+    def check(self) -> None:
+        """Raise once this thread has spent more than ``MAX_DOCUMENT_CPU_S`` on the document."""
+        if self.over is None and time.thread_time() - self.started > MAX_DOCUMENT_CPU_S:
+            self.over = ValidationError(
+                f"reading {self.filename!r} took more than {MAX_DOCUMENT_CPU_S:g} s of CPU time",
+                hint="split it into several documents, or upload its text",
+            )
+        if self.over is not None:
+            raise self.over
 
 
 def _quiet_pypdf() -> None:

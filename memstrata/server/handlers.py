@@ -2,8 +2,10 @@
 
     {"error": {"code": "not_found", "message": "unknown cube 'x'", "hint": "…"}}
 
-``hint`` is present only when there is one.  A ``MemstrataError`` keeps its ``status`` and ``code``;
-FastAPI's own errors (unknown path 404, wrong method 405, malformed JSON — too deeply nested, a
+``hint`` is present only when there is one.  A ``MemstrataError`` keeps its ``status`` and ``code``
+(a 429 ``busy`` also says ``Retry-After``); its message is the client's, except a 500's (the
+database failed): that message names the database (host, port, user, name), so the client gets
+``storage_error`` with an id and the log has the message under that id.  FastAPI's own errors (unknown path 404, wrong method 405, malformed JSON — too deeply nested, a
 lone surrogate escape — or a body that does not fit the schema 422, a malformed multipart body
 400) get the same shape with codes from ``HTTP_CODES``.  A 401 carries ``WWW-Authenticate: Bearer``.  Unexpected exceptions are turned into
 a 500 by ``middleware.CatchAll``, not here.
@@ -12,6 +14,7 @@ a 500 by ``middleware.CatchAll``, not here.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
@@ -21,7 +24,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from memstrata.errors import MemstrataError
+from memstrata.errors import Busy, MemstrataError
 
 log = logging.getLogger("memstrata.server")
 
@@ -35,6 +38,7 @@ HTTP_CODES = {
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "invalid_input",
+    429: "busy",
 }
 #: How many validation problems one message lists.
 MAX_PROBLEMS = 5
@@ -78,11 +82,22 @@ def describe(problems: Sequence[Any]) -> str:
 async def _memstrata_error(request: Request, exc: Exception) -> Response:
     if not isinstance(exc, MemstrataError):  # pragma: no cover - registered for that class only
         raise exc
-    if exc.status == 500:  # the database failed: the operator needs the details
-        log.error("%s %s failed: %s", request.method, request.url.path, exc, exc_info=exc)
-    elif exc.status > 500:  # a model or embedding endpoint failed, or none is configured
+    if exc.status == 500:
+        # The database failed: the operator needs the details, which name the database's host,
+        # port, user and name; the client gets an id to report instead (issue 24, finding 8).
+        error_id = secrets.token_hex(6)
+        where = f"{request.method} {request.url.path}"
+        log.error("%s %s failed (id %s): %s", where, exc.code, error_id, exc, exc_info=exc)
+        return error_response(
+            500,
+            exc.code,
+            f"the database failed, id {error_id}",
+            hint="report the id to the server's operator",
+        )
+    if exc.status > 500:  # a model or embedding endpoint failed, or none is configured
         log.warning("%s %s failed: %s", request.method, request.url.path, exc)
-    return error_response(exc.status, exc.code, exc.message, exc.hint)
+    headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, Busy) else None
+    return error_response(exc.status, exc.code, exc.message, exc.hint, headers)
 
 
 async def _validation_error(request: Request, exc: Exception) -> Response:

@@ -2,12 +2,16 @@
 
 A core error becomes the SDK's ``ToolError``/``ResourceError`` with its message and hint
 (``reported``); arguments that fail the tool's input schema are listed field by field
-(``invalid_arguments``), without pydantic's documentation URLs or the rejected values.
+(``invalid_arguments``), without pydantic's documentation URLs or the rejected values.  A
+database failure (status 500) is reported by an id only: its message names the database's host,
+port, user and name, which is the operator's to read (in the log, under that id), not a client's.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
+import secrets
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -15,12 +19,18 @@ from pydantic import ValidationError
 
 from memstrata.errors import MemstrataError
 
+log = logging.getLogger("memstrata.server")
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
 def one_line(exc: MemstrataError) -> str:
-    """The error's message and hint on one line."""
+    """The error's message and hint on one line (a database failure's: an id, see above)."""
+    if exc.status == 500:
+        error_id = secrets.token_hex(6)
+        log.error("MCP call failed (%s, id %s): %s", exc.code, error_id, exc, exc_info=exc)
+        return f"the database failed, id {error_id} (report the id to the server's operator)"
     return " ".join(str(exc).split())
 
 
