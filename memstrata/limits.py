@@ -43,7 +43,8 @@ MAX_MESSAGES = 1000
 #: Longest message content, in characters (a turn, not a book: documents are chunked instead).
 MAX_CONTENT_CHARS = 32_000
 #: Most characters of content one ``add`` call stores, all its messages together (bounds the
-#: embedding work of one request to a minute or two of the default embedder).
+#: embedding work of one request: the largest legal add took 377 s of the default embedder on two
+#: busy cores; an add of more than ``HEAVY_ADD_CHARS`` is a heavy call, see ``MAX_HEAVY_CALLS``).
 MAX_ADD_CHARS = 500_000
 #: Longest query of search, context and chat, in characters.
 MAX_QUERY_CHARS = 4000
