@@ -56,6 +56,8 @@ def test_a_memory_moves_whole_and_its_keys_keep_working(
     source: tuple[str, dict[str, str]], target: str
 ) -> None:
     path, keys = source
+    with MemoryOS.open(path) as before:
+        sealing = before.store.artifact_key()  # made when the first KV cache or adapter is
     done = subprocess.run(
         [sys.executable, "-m", "memstrata", "migrate", "--from", f"sqlite://{path}", "--to", target],
         capture_output=True, text=True, timeout=300, check=False,
@@ -78,6 +80,8 @@ def test_a_memory_moves_whole_and_its_keys_keep_working(
         hit = after.search("Where are the bees kept?", user_id="bob", cube_ids=["bobs"])[0]
         assert hit.item.text == "Bob keeps bees on the roof."
         assert after.settings.embedder == before.settings.embedder
+        # The key that seals KV caches and adapters moves too: copied artifacts stay valid.
+        assert after.store.artifact_key() == sealing
 
 
 def test_an_interrupted_migration_resumes(source: tuple[str, dict[str, str]], target: str) -> None:

@@ -29,11 +29,13 @@ from memstrata.filters import Filters
 from memstrata.memory.components import RUNTIME_META
 from memstrata.memory.cubes import _insert
 from memstrata.model import STATUSES
+from memstrata.store.artifacts import KEY_META
 from memstrata.store.base import Store
 from memstrata.store.engines import open_store
 
-#: Database settings copied with the memory.
-COPIED_META = ("embedder", RUNTIME_META)
+#: Database settings copied with the memory: the embedder, the runtime settings, and the key that
+#: seals the artifacts (without it every copied KV cache and adapter would be rebuilt).
+COPIED_META = ("embedder", RUNTIME_META, KEY_META)
 EVERY_STATUS = Filters(statuses=STATUSES)
 
 
