@@ -32,6 +32,8 @@ from memstrata.errors import (
 from memstrata.memcube import open_cube, rehome, write_cube
 from memstrata.model import MemoryItem
 
+pytestmark = pytest.mark.engines("sqlite", "postgres")
+
 TEXTS = ["Bob keeps the spare key under the blue pot.", "Bob's locker code is 4711."]
 
 
