@@ -93,6 +93,23 @@ MAX_HEAVY_CALLS = 2
 HEAVY_ADD_CHARS = 50_000
 #: Most items one ``feedback`` call names (``item_ids``) or changes.
 MAX_FEEDBACK_TARGETS = 20
+#: Tool memory (``memory.tools``): most tool calls one message makes, tool definitions one
+#: ``add`` passes (``tools=``), characters of a tool's result read (it is summarised, never
+#: stored whole), characters of the summary kept, bytes of a call's arguments kept as JSON.
+MAX_TOOL_CALLS = 64
+MAX_TOOLS = 128
+MAX_TOOL_RESULT_CHARS = 200_000
+MAX_TOOL_SUMMARY_CHARS = 600
+MAX_TOOL_ARGUMENTS_BYTES = 4000
+#: Multimodal messages (``reader.parts``): most parts of one message's content, bytes of one
+#: image kept as an artifact (decoded), characters of an image's or a file's address.
+MAX_PARTS = 64
+MAX_IMAGE_BYTES = 5_000_000
+MAX_URL_CHARS = 2048
+#: Skill memory (``memory.skills``): most steps a skill keeps, and most items of a task
+#: (turns and tool calls of its session) a skill is distilled from.
+MAX_SKILL_STEPS = 30
+MAX_TASK_ITEMS = 1000
 #: Earliest year of an event time: times are exchanged as ISO 8601, whose years have four digits.
 MIN_EVENT_YEAR = 1000
 

@@ -17,7 +17,10 @@ Role = Literal["admin", "user"]
 CubeKind = Literal["user", "agent", "session", "shared"]
 Permission = Literal["read", "write", "admin"]
 Tier = Literal["working", "mid", "long"]
-ItemType = Literal["turn", "segment", "fact", "profile", "preference", "knowledge", "chunk"]
+ItemType = Literal[
+    "turn", "segment", "fact", "profile", "preference", "knowledge", "chunk",
+    "tool", "tool_call", "skill", "image",
+]  # fmt: skip
 Status = Literal["generated", "activated", "merged", "archived", "frozen", "deleted"]
 #: What a piece of feedback asks (``MemoryOS.feedback``; read by ``reader.corrections``).
 FeedbackKind = Literal["confirm", "correct", "invalidate", "forget"]
@@ -31,6 +34,10 @@ STATUSES: tuple[str, ...] = get_args(Status)
 FEEDBACK_KINDS: tuple[str, ...] = get_args(FeedbackKind)
 #: Types made from other items, which name them in ``sources`` (erased with them).
 DERIVED_TYPES: tuple[str, ...] = ("segment", "fact", "profile", "preference", "knowledge")
+#: Types of tool and skill memory (``memory.tools``, ``memory.skills``): a tool's schema, one
+#: call of it, a skill distilled from a task; a search returns them when ``include`` asks.
+TOOL_TYPES: tuple[str, ...] = ("tool", "tool_call")
+SKILL_TYPES: tuple[str, ...] = ("skill",)
 #: Statuses a default search returns (DESIGN §4.1).
 SEARCHABLE_STATUSES: tuple[Status, ...] = ("generated", "activated")
 

@@ -48,7 +48,7 @@ ARTIFACTS = "artifacts.jsonl"
 ARTIFACT_DIR = "artifacts"
 #: Every file but ``cube.json`` and the artifacts' own files, in the order they are written.
 DATA_FILES = (ITEMS, VECTORS, VECTOR_IDS, EVENTS, ARTIFACTS)
-ARTIFACT_KINDS = ("kv_cache", "lora")
+ARTIFACT_KINDS = ("kv_cache", "lora", "image")
 #: A path ending so is written as a gzipped tar; any other path as a directory.
 TAR_SUFFIX = ".tar.gz"
 #: Fields of an ``items.jsonl`` line (and of a version's ``item``), in the order written.

@@ -1,7 +1,8 @@
 """What the core does with a cube's artifacts whatever their kind (KV caches, adapters).
 
-``keep_only`` leaves one artifact of a kind after a rebuild; ``forget`` drops every artifact of
-cubes that had items erased: each was computed from the cube's words, and may hold erased ones.
+``keep_only`` leaves one artifact of a kind after a rebuild; ``forget`` drops every KV cache and
+adapter of cubes that had items erased (each was computed from the cube's words, and may hold
+erased ones), and the images no item of the cube names any more (``memory.media``).
 
 **Seals** (issue 24, finding 4): a KV cache's bytes go to llama.cpp's state loader and an
 adapter's tensors onto a model, so only artifacts this server made may be loaded.  ``Seal.put``
@@ -23,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memstrata.memcube import Artifact
+from memstrata.memory import media
 from memstrata.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -42,9 +44,12 @@ def keep_only(
 
 
 def forget(store: Store, cube_ids: Sequence[str]) -> None:
-    """Delete every artifact of these cubes, files included."""
+    """Delete what these cubes computed from their items (every artifact but images), files
+    included, and their images no item names any more."""
     for cube_id in cube_ids:
-        store.delete_artifacts(cube_id, [a.artifact_id for a in store.artifacts(cube_id)])
+        computed = [a.artifact_id for a in store.artifacts(cube_id) if a.kind != media.KIND]
+        store.delete_artifacts(cube_id, computed)
+        media.forget_unused(store, cube_id)
 
 
 class Seal:

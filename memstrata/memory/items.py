@@ -25,7 +25,7 @@ from memstrata.limits import (
     MAX_TOP_K,
     check_text,
 )
-from memstrata.memory import expiry
+from memstrata.memory import expiry, structured
 from memstrata.memory.access import check_id, check_int, check_reason
 from memstrata.memory.components import Components
 from memstrata.memory.embedding import embed_items
@@ -42,6 +42,7 @@ from memstrata.model import (
 )
 from memstrata.reader import documents
 from memstrata.reader.messages import parse_content, parse_messages, parse_metadata
+from memstrata.reader.parts import parse_tools
 from memstrata.text import embedding_text
 
 #: Tries of an update whose item another writer changed between its read and its write.
@@ -66,8 +67,12 @@ class Items:
         cube_id: str,
         session_id: str | None = None,
         expires_at: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[str]:
         """Store each message as a ``working``/``turn`` item; return their ids in order.
+
+        OpenAI-format tool calls and results, ``tools`` definitions, images and files are
+        stored as what they are (``memory.structured``: then the ids are of every item written).
 
         Searchable as soon as this returns.  A message whose ``id`` is already stored in the cube
         with the same content is not stored twice (its existing id is returned); with other
@@ -77,6 +82,7 @@ class Items:
         call: ``Busy`` when the user already runs ``MAX_HEAVY_CALLS`` (``memory.fairness``).
         """
         parsed = parse_messages(messages)
+        specs = parse_tools(tools)
         if session_id is not None:
             check_id(session_id, "session_id")
         given = expiry.parse_expiry(expires_at)
@@ -101,11 +107,18 @@ class Items:
             )
             for m in parsed
         ]
-        if sum(len(m.content) for m in parsed) > HEAVY_ADD_CHARS:
+
+        def write() -> list[str]:
+            if not specs and not any(m.structured for m in parsed):
+                return self._store_new(items)
+            chunks, store_new = self.chunk_items, self._store_new
+            return structured.add(self._store, cube, given, parsed, items, specs, chunks, store_new)
+
+        if structured.weight(parsed) > HEAVY_ADD_CHARS:
             with self.heavy.slot(user_id, "this add"):
-                ids = self._store_new(items)
+                ids = write()
         else:
-            ids = self._store_new(items)
+            ids = write()
         self._parts.tiers.added(cube_id)
         return ids
 
@@ -160,14 +173,30 @@ class Items:
         given: datetime | None,
     ) -> list[str]:
         """``add_document`` once its input is checked: parse, chunk, embed and store."""
+        text = documents.parse_document(filename, data)
+        chunks = self.chunk_items(text, data, filename, user_id, cube, session_id, extra, given)
+        return self._store_new(chunks)
+
+    def chunk_items(
+        self,
+        text: str,
+        data: bytes,
+        filename: str,
+        user_id: str,
+        cube: Cube,
+        session_id: str | None,
+        extra: dict[str, Any],
+        given: datetime | None,
+    ) -> list[MemoryItem]:
+        """The ``chunk`` items of a parsed document (``text``, read from ``data``), unwritten:
+        for ``add_document`` and a message's file part (``memory.structured``)."""
         settings = self._parts.settings
         cube_id = cube.cube_id
-        text = documents.parse_document(filename, data)
         chunks = documents.chunk_text(text, settings.chunk_size, settings.chunk_overlap)
         digest = hashlib.sha256(data).hexdigest()
         now = utcnow()
         until = given or expiry.default_expiry(cube, "chunk", now)
-        items = [
+        return [
             MemoryItem(
                 id=new_id(),
                 cube_id=cube_id,
@@ -194,7 +223,6 @@ class Items:
             )
             for n, chunk in enumerate(chunks)
         ]
-        return self._store_new(items)
 
     def _store_new(self, items: list[MemoryItem]) -> list[str]:
         embedder = self._parts.embedder

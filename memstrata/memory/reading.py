@@ -9,13 +9,11 @@ memory and for a past moment.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from memstrata.filters import Filters, parse_filters
-from memstrata.lifecycle import states
 from memstrata.limits import MAX_BUDGET, MAX_ID_CHARS, MAX_TOP_K, check_text
-from memstrata.memory import expiry, shaping
+from memstrata.memory import expiry, kinds, shaping
 from memstrata.memory.access import check_int, check_query
 from memstrata.memory.components import Components
 from memstrata.model import Cube, Hit, ItemType, MemoryItem, Preference, ProfileAttribute
@@ -52,17 +50,15 @@ class Reading:
         """Hybrid search over ``cube_ids`` (default: every cube the user may read), best first.
 
         Each hit's item names its cube.  ``include`` adds ``merged``, ``archived`` or ``frozen``
-        items (left out by default).  With ``as_of`` (a time) the search answers as the memory
+        items (left out by default) and names the kinds of memory searched (``text``, the
+        default; ``tool``, ``skill``: ``memory.kinds``).  With ``as_of`` (a time) the search answers as the memory
         stood then: later items are absent, updated items show the version then current, ranked
         by the same engine as the live search (``retrieval.history``; slower: it reads the
         cubes' history).
         """
         check_query(query)
         check_int(top_k, "top_k", 1, MAX_TOP_K)
-        parsed = parse_filters(filters)
-        if include is not None:
-            statuses = (*parsed.statuses, *states.searched_statuses(include))
-            parsed = replace(parsed, statuses=tuple(dict.fromkeys(statuses)))
+        parsed = kinds.scope(parse_filters(filters), include)
         cubes = self._access.readable(user_id, cube_ids)
         if as_of is None:
             return self._search(query, cubes, top_k, parsed)

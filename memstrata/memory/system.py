@@ -17,6 +17,9 @@ part that owns its concern (see ``memory.delegate``):
 ``memory.background``  wait, tasks, retry a failed task, consolidate, artifacts, KV cache, LoRA
 ``memory.feedback``    feedback: a correction, a confirmation, "that's wrong", "forget that"
 ``memory.expiry``      expire: erase what has expired now (the ``expire`` task does it anyway)
+``memory.skills``      end_task: a skill distilled from a task that ended well, demoted by one
+                       that failed (tool calls, images and files: ``memory.structured``)
+``memory.structured``  get_image: the bytes of an image a message sent (``memory.media``)
 =====================  ==========================================================================
 """
 
@@ -44,6 +47,8 @@ from memstrata.memory.items import Items
 from memstrata.memory.parametric import ParametricMemory
 from memstrata.memory.principals import Principals
 from memstrata.memory.reading import Reading
+from memstrata.memory.skills import Skills
+from memstrata.memory.structured import Images
 from memstrata.scheduler import Scheduler, TaskQueue
 from memstrata.store.base import Store
 from memstrata.store.engines import open_queue, open_store
@@ -105,6 +110,8 @@ class MemoryOS(Closing):
         )
         self._expiry = Expiry(parts, self.expiry_tasks)
         self._feedback = Feedback(parts, self._items)
+        self._skills = Skills(parts, self._items)
+        self._images = Images(parts)
         self.scheduler.start()
 
     @property
@@ -250,3 +257,7 @@ class MemoryOS(Closing):
     # -- truth over time: corrections (memory.feedback) and expiry (memory.expiry) -----------
     feedback = Delegate("_feedback", Feedback.feedback)
     expire = Delegate("_expiry", Expiry.expire)
+
+    # -- skill memory (memory.skills), images (memory.structured) ----------------------------
+    end_task = Delegate("_skills", Skills.end_task)
+    get_image = Delegate("_images", Images.get_image)

@@ -3,7 +3,12 @@
 A message is a mapping with ``content`` (a non-empty string) and optionally ``role`` (default
 ``"user"``), ``name`` (the speaker), ``timestamp`` (ISO 8601, epoch seconds or datetime; when it
 happened), ``id`` (the caller's own id, stored as ``external_id``), ``metadata`` (a JSON
-object) and ``expires_at`` (a time as ``timestamp``; when the memory stops existing).  Anything else is a ``ValidationError`` raised before anything is written.
+object) and ``expires_at`` (a time as ``timestamp``; when the memory stops existing).  In the
+OpenAI chat format, ``content`` may also be a list of parts (text, images, files), an assistant
+message may carry ``tool_calls`` (its content may then be empty) and a ``role: "tool"`` message
+holds a call's result for its ``tool_call_id`` (at most ``MAX_TOOL_RESULT_CHARS``; it is
+summarised, never stored whole); ``reader.parts`` reads those.  Anything else is a
+``ValidationError`` raised before anything is written.
 
 The bounds are ``memstrata.limits``'s, each named in its error: at most ``MAX_MESSAGES`` messages
 and ``MAX_ADD_CHARS`` characters of content per call, ``MAX_CONTENT_CHARS`` per message,
@@ -30,12 +35,24 @@ from memstrata.limits import (
     MAX_METADATA_BYTES,
     MAX_METADATA_DEPTH,
     MAX_NAME,
+    MAX_TOOL_RESULT_CHARS,
     MIN_EVENT_YEAR,
     check_text,
 )
 from memstrata.model import parse_time
+from memstrata.reader.parts import (
+    Content,
+    FilePart,
+    ImagePart,
+    ToolCall,
+    parse_parts,
+    parse_tool_calls,
+)
 
-_KEYS = ("role", "content", "timestamp", "name", "id", "metadata", "expires_at")
+_KEYS = (
+    "role", "content", "timestamp", "name", "id", "metadata", "expires_at", "tool_calls",
+    "tool_call_id",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -47,6 +64,17 @@ class Message:
     external_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     expires_at: datetime | None = None
+    #: an assistant message's calls of tools (``reader.parts``)
+    tool_calls: tuple[ToolCall, ...] = ()
+    #: a ``tool`` message's call id: ``content`` is that call's result
+    tool_call_id: str | None = None
+    images: tuple[ImagePart, ...] = ()
+    files: tuple[FilePart, ...] = ()
+
+    @property
+    def structured(self) -> bool:
+        """Whether the message is more than text: a tool call or result, images or files."""
+        return bool(self.tool_calls or self.images or self.files or self.role == "tool")
 
 
 def parse_messages(messages: object) -> list[Message]:
@@ -123,19 +151,52 @@ def _message(raw: object, where: str) -> Message:
             f"{where} has unknown key(s) {', '.join(unknown)[:200]}",
             hint=f"known: {', '.join(_KEYS)}",
         )
-    if "content" not in raw:
-        raise ValidationError(f"{where} has no content")
+    calls = () if raw.get("tool_calls") is None else parse_tool_calls(
+        raw["tool_calls"], f"{where}.tool_calls"
+    )  # fmt: skip
+    role = _line(raw.get("role", "user"), f"{where}.role")
+    content = _content(raw, where, role, bool(calls))
+    call_id = raw.get("tool_call_id")
+    if role == "tool" and call_id is None:
+        raise ValidationError(f"{where} is a tool result without a tool_call_id")
     timestamp = raw.get("timestamp")
     expires_at = raw.get("expires_at")
     return Message(
-        content=parse_content(raw["content"], f"{where}.content"),
-        role=_line(raw.get("role", "user"), f"{where}.role"),
+        content=content.text,
+        tool_calls=calls,
+        tool_call_id=None if call_id is None else _line(call_id, f"{where}.tool_call_id"),
+        images=content.images,
+        files=content.files,
+        role=role,
         name=None if raw.get("name") is None else _line(raw["name"], f"{where}.name"),
         timestamp=None if timestamp is None else _event_time(timestamp, f"{where}.timestamp"),
         external_id=_external_id(raw.get("id"), where),
         metadata=parse_metadata(raw.get("metadata"), f"{where}.metadata"),
         expires_at=None if expires_at is None else parse_time(expires_at, f"{where}.expires_at"),
     )
+
+
+def _content(raw: Mapping[str, Any], where: str, role: str, calls: bool) -> Content:
+    """A message's content: text, or a list of parts; empty only beside tool calls, images or
+    files; a tool's result may be longer than other content (it is summarised)."""
+    value = raw.get("content")
+    if value is None and (calls or role == "tool"):
+        return Content("")
+    if value is None and "content" not in raw:
+        raise ValidationError(f"{where} has no content")
+    if isinstance(value, list):
+        read = parse_parts(value, f"{where}.content")
+    elif role == "tool":
+        read = Content(check_text(value, f"{where}.content", MAX_TOOL_RESULT_CHARS))
+    else:
+        read = Content("" if calls and value == "" else parse_content(value, f"{where}.content"))
+    if role == "tool" and len(read.text) > MAX_TOOL_RESULT_CHARS:
+        raise ValidationError(f"{where}.content has over {MAX_TOOL_RESULT_CHARS} characters")
+    if role != "tool" and len(read.text) > MAX_CONTENT_CHARS:
+        parse_content(read.text, f"{where}.content")  # the one message-size error
+    if not read.text.strip() and not (calls or read.images or read.files or role == "tool"):
+        raise ValidationError(f"{where}.content is empty", hint="memories need some text")
+    return read
 
 
 def _line(value: object, where: str) -> str:

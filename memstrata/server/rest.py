@@ -24,7 +24,16 @@ from memstrata.memory.system import MemoryOS
 from memstrata.server import handlers
 from memstrata.server.metrics import Metrics, MetricsMiddleware
 from memstrata.server.middleware import BodyLimit, CatchAll
-from memstrata.server.routes import cubes, lifecycle, memcube, memories, ops, retrieval, users
+from memstrata.server.routes import (
+    cubes,
+    lifecycle,
+    memcube,
+    memories,
+    ops,
+    product,
+    retrieval,
+    users,
+)
 from memstrata.server.ui import install as install_ui
 from memstrata.version import version
 
@@ -50,7 +59,7 @@ def create_app(memory: MemoryOS) -> FastAPI:
     app.state.metrics = Metrics()
     handlers.install(app)
     app.include_router(ops.public)
-    for module in (users, cubes, memcube, memories, lifecycle, retrieval, ops):
+    for module in (users, cubes, memcube, memories, lifecycle, retrieval, ops, product):
         app.include_router(module.router)
     install_ui(app)
     app.add_middleware(BodyLimit, max_bytes=memory.settings.max_request_bytes)

@@ -22,7 +22,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from memstrata import wire
 from memstrata.config import RUNTIME_RANGES
-from memstrata.lifecycle.states import Includable, Target
+from memstrata.lifecycle.states import Target
 from memstrata.limits import (
     MAX_BUDGET,
     MAX_CHAT_TOKENS,
@@ -38,6 +38,7 @@ from memstrata.limits import (
     MAX_WAIT_S,
 )
 from memstrata.memcube import Artifact
+from memstrata.memory.kinds import SearchInclude
 from memstrata.model import (
     ApiKey,
     CubeKind,
@@ -304,8 +305,10 @@ class SearchIn(_Body):
         default=None,
         description="session_id, tier, type, status, since, until, metadata (see docs/search.md).",
     )
-    include: list[Includable] | None = Field(
-        default=None, description="Also search items in these states (left out by default)."
+    include: list[SearchInclude] | None = Field(
+        default=None,
+        description="Also search items in these states (left out by default); the kinds of "
+        "memory to search: text (the default), tool, skill (docs/tools-skills.md).",
     )
     as_of: datetime | None = Field(
         default=None,

@@ -31,6 +31,7 @@ from memstrata.limits import (
     MAX_TOP_K,
     MAX_WAIT_S,
 )
+from memstrata.memory.kinds import KINDS, SEARCH_INCLUDE
 from memstrata.model import (
     CUBE_KINDS,
     FEEDBACK_KINDS,
@@ -51,7 +52,8 @@ TARGETS = get_args(states.Target)
 CORE_ENUMS = {
     tuple(values)
     for values in (ROLES, CUBE_KINDS, PERMISSIONS, TIERS, ITEM_TYPES, STATUSES,
-                   states.INCLUDABLE, TARGETS, get_args(TaskStatus), FEEDBACK_KINDS)
+                   states.INCLUDABLE, TARGETS, get_args(TaskStatus), FEEDBACK_KINDS,
+                   SEARCH_INCLUDE)
 }  # fmt: skip
 
 #: Each bound of the REST API: where → keyword → the core's value.
@@ -196,7 +198,8 @@ def test_the_states_are_the_lifecycles(
     rest_schemas: dict[str, Any], mcp_schemas: dict[str, Any]
 ) -> None:
     rest, mcp = _enums(rest_schemas), _enums(mcp_schemas)
-    assert rest["SearchIn.include"] == mcp["search_memories.include"] == states.INCLUDABLE
+    assert rest["SearchIn.include"] == mcp["search_memories.include"] == SEARCH_INCLUDE
+    assert (*states.INCLUDABLE, *KINDS) == SEARCH_INCLUDE
     assert rest["TransitionIn.to"] == mcp["transition_memory.to"] == TARGETS
     assert set(TARGETS) == {s for moves in states.TRANSITIONS.values() for s in moves}
 

@@ -21,11 +21,13 @@ from memstrata.limits import (
     MAX_REASON,
     MAX_TOP_K,
 )
+from memstrata.memory.kinds import SearchInclude
 
 #: The states ``transition_memory`` can move to (``lifecycle.states.Target``).
 Target = states.Target
-#: The states ``search_memories`` leaves out unless asked (``lifecycle.states.Includable``).
-Included = states.Includable
+#: The states ``search_memories`` leaves out unless asked, and the kinds of memory it may search
+#: (``memory.kinds.SearchInclude``).
+Included = SearchInclude
 
 CubeArg = Annotated[
     str | None, Field(description="Cube to use; default: your cube (see list_cubes).")
@@ -61,7 +63,8 @@ Filters = Annotated[
     ),
 ]
 Include = Annotated[
-    list[Included] | None, Field(description="States to search too; left out by default.")
+    list[Included] | None,
+    Field(description="States to search too (left out by default); kinds: text, tool, skill."),
 ]
 Messages = Annotated[
     list[dict[str, Any]],

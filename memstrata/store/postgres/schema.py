@@ -211,11 +211,23 @@ ALTER TABLE items ADD COLUMN expires_at DOUBLE PRECISION;
 CREATE INDEX items_expiry ON items (expires_at) WHERE expires_at IS NOT NULL
 """
 
+# Tool, skill and image memory: new item types and an artifact kind widen two CHECKs.
+_V4 = """
+ALTER TABLE items DROP CONSTRAINT items_type_check;
+ALTER TABLE items ADD CONSTRAINT items_type_check CHECK (type IN
+    ('turn', 'segment', 'fact', 'profile', 'preference', 'knowledge', 'chunk',
+     'tool', 'tool_call', 'skill', 'image'));
+ALTER TABLE artifacts DROP CONSTRAINT artifacts_kind_check;
+ALTER TABLE artifacts ADD CONSTRAINT artifacts_kind_check
+    CHECK (kind IN ('kv_cache', 'lora', 'image'))
+"""
+
 #: version → (name, SQL statements separated by ";\n" at the end of a line).
 MIGRATIONS: dict[int, tuple[str, str]] = {
     1: ("data model", _V1),
     2: ("llm usage per day", _V2),
     3: ("item expiry", _V3),
+    4: ("tool, skill and image memory", _V4),
 }
 LATEST = max(MIGRATIONS)
 

@@ -115,6 +115,48 @@ def _v8(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX items_expiry ON items (expires_at) WHERE expires_at IS NOT NULL")
 
 
+#: The item types and artifact kinds before migration 9, as version 1 wrote their CHECKs.
+_V1_TYPES = "('turn', 'segment', 'fact', 'profile', 'preference', 'knowledge', 'chunk')"
+_V1_KINDS = "('kv_cache', 'lora')"
+
+
+@migration(9, "tool, skill and image memory")
+def _v9(conn: sqlite3.Connection) -> None:
+    # New item types (tool, tool_call, skill, image) and an artifact kind (image) widen two
+    # CHECK constraints.  SQLite cannot alter a constraint; a wider CHECK changes nothing on disk
+    # (every stored row passes it), so the table's recorded SQL is rewritten in place, the way
+    # SQLite's ALTER TABLE documentation describes for constraint changes, instead of copying
+    # every item into a new table (whose rowids the full text and the vectors name).
+    from memstrata.memcube.records import ARTIFACT_KINDS
+    from memstrata.model import ITEM_TYPES
+
+    wider = {
+        "items": (_V1_TYPES, _sql_list(ITEM_TYPES)),
+        "artifacts": (_V1_KINDS, _sql_list(ARTIFACT_KINDS)),
+    }
+    schema_version = conn.execute("PRAGMA schema_version").fetchone()[0]
+    conn.execute("PRAGMA writable_schema = ON")
+    try:
+        for table, (old, new) in wider.items():
+            (sql,) = conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+            ).fetchone()
+            flat = " ".join(sql.split())
+            if " ".join(old.split()) not in flat:
+                raise RuntimeError(f"migration 9: the {table} table's CHECK is not version 1's")
+            conn.execute(
+                "UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?",
+                (flat.replace(old, new), table),
+            )
+        conn.execute(f"PRAGMA schema_version = {int(schema_version) + 1}")
+    finally:
+        conn.execute("PRAGMA writable_schema = OFF")
+
+
+def _sql_list(values: tuple[str, ...]) -> str:
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
 LATEST = max(_MIGRATIONS)
 
 
