@@ -107,7 +107,9 @@ def image_bytes(store: Store, item: MemoryItem) -> tuple[str, bytes]:
     sha = described.get("sha256") if isinstance(described, dict) else None
     for artifact in store.artifacts(item.cube_id, KIND):
         if sha is not None and artifact.sha256 == sha:
-            return str(described["media_type"]), artifact.path.read_bytes()  # type: ignore[index]
+            data = artifact.path.read_bytes()
+            if hashlib.sha256(data).hexdigest() == sha:  # a file changed on disk is not served
+                return str(described["media_type"]), data  # type: ignore[index]
     raise ItemNotFound(item.id, item.cube_id)
 
 
