@@ -13,6 +13,10 @@ module                   classes                                        extra
                          ``MemstrataSaver`` (``BaseCheckpointSaver``)
 ``langchain``            ``MemstrataChatMessageHistory``                ``memstrata[langchain]``
                          (``BaseChatMessageHistory``)
+``autogen``              ``MemstrataMemory`` (``Memory``)               ``memstrata[autogen]``
+``adk``                  ``MemstrataMemoryService``                     ``memstrata[adk]``
+                         (``BaseMemoryService``)
+``pydantic_ai``          ``MemstrataMemory`` (a capability)             ``memstrata[pydantic-ai]``
 =======================  =============================================  =====================
 
 ``mapping`` is what the adapters share: how a framework's user, session, thread or namespace
