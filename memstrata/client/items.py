@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,8 +21,9 @@ from memstrata.errors import ValidationError
 from memstrata.model import Event, FeedbackResult, MemoryItem, Version
 from memstrata.wire import item_from_wire, record_from_wire, version_from_wire
 
-#: The filters ``GET /memories/{cube_id}`` lists by (query parameters).
-LIST_FILTERS = ("session_id", "tier", "type", "status")
+#: The filters ``GET /memories/{cube_id}`` lists by (query parameters; ``metadata`` a mapping,
+#: sent as one JSON object).
+LIST_FILTERS = ("session_id", "tier", "type", "status", "metadata")
 
 
 class Items:
@@ -72,12 +74,13 @@ class Items:
         self,
         cube_id: str,
         *,
-        filters: Mapping[str, str | Sequence[str]] | None = None,
+        filters: Mapping[str, Any] | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> Exchange[list[MemoryItem]]:
-        """A page of a cube's items, oldest event first, filtered by ``LIST_FILTERS``
-        (a value or a list of values each); without ``status``, live items only."""
+        """A page of a cube's items, oldest event first, filtered by ``LIST_FILTERS`` (a value
+        or a list of values each; ``metadata`` a mapping of keys to the values they must
+        equal, as in ``search``); without ``status``, live items only."""
         unknown = sorted(set(filters or {}) - set(LIST_FILTERS))
         if unknown:
             raise ValidationError(
@@ -86,6 +89,9 @@ class Items:
             )
         params: list[tuple[str, str | int]] = [("limit", limit), ("offset", offset)]
         for name, value in (filters or {}).items():
+            if name == "metadata":
+                params.append((name, json.dumps(dict(value))))
+                continue
             values = [value] if isinstance(value, str) else value
             params.extend((name, v) for v in values)
         items = yield from self._http.json(

@@ -23,12 +23,13 @@ Mapping (``memstrata.integrations.mapping``):
   user's default cube) as turns of the session named for the thread, each once
   (``external_id`` ``lg:<message id>``).
 
-Each call is a handful of ``MemoryOS`` calls (the async forms run them in a worker thread).
+Each call is a handful of memory calls (``mapping.Backend``: a ``MemoryOS``, ``AsyncMemoryOS``,
+``Client`` or ``AsyncClient``); the async forms run the same logic off the event loop, an async
+memory's calls awaited on it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import builtins
 import contextlib
@@ -53,11 +54,10 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from memstrata.errors import ConflictError, CubeNotFound
+from memstrata.errors import ConflictError, NotFoundError
 from memstrata.integrations import mapping
 from memstrata.integrations.turns import turn_of
 from memstrata.limits import MAX_METADATA_BYTES, MAX_TOP_K
-from memstrata.memory.system import MemoryOS
 from memstrata.model import MemoryItem
 
 __all__ = ["MemstrataSaver"]
@@ -81,27 +81,38 @@ REMEMBERED = 4_096
 class MemstrataSaver(BaseCheckpointSaver[int]):
     """A LangGraph checkpointer over memstrata (see the module docs).
 
-    ``memory`` is an open ``MemoryOS``; ``user_id`` the acting user (created if missing);
-    ``cube_id`` the memory cube the threads' messages flow into (default: the user's default
+    ``memory`` is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient``
+    (``mapping.Backend``; with an ``AsyncClient`` use the ``a…`` calls); ``user_id`` the acting
+    user (created if missing; with a client, its key's owner, and may be omitted); ``cube_id``
+    the memory cube the threads' messages flow into (default: the user's default
     cube); ``messages_key`` the channel holding them (None: no flow).
     """
 
     def __init__(
         self,
-        memory: MemoryOS,
+        memory: mapping.Memory,
         *,
-        user_id: str,
+        user_id: str | None = None,
         cube_id: str | None = None,
         messages_key: str | None = "messages",
         serde: SerializerProtocol | None = None,
     ) -> None:
         super().__init__(serde=serde)
         self.memory = memory
-        self.user_id = user_id
-        self.cube_id = mapping.user_cube(memory, user_id, cube_id)
+        self.backend = mapping.Backend(memory, user_id=user_id, cube_id=cube_id)
         self.messages_key = messages_key
         self._cubes: OrderedDict[str, str] = OrderedDict()
         self._flowed: OrderedDict[str, None] = OrderedDict()
+
+    @property
+    def user_id(self) -> str:
+        """The acting user."""
+        return self.backend.user_id
+
+    @property
+    def cube_id(self) -> str:
+        """The memory cube the threads' messages flow into."""
+        return self.backend.cube_id
 
     # -- the cubes ---------------------------------------------------------------------------
 
@@ -111,21 +122,18 @@ class MemstrataSaver(BaseCheckpointSaver[int]):
             self._cubes.move_to_end(thread_id)
             return self._cubes[thread_id]
         if not create:
-            cube_id = f"lgt-{mapping.digest(self.user_id, str(thread_id))}"
             try:
-                self.memory.get_cube(cube_id, user_id=self.user_id)
-            except CubeNotFound:
+                self.backend.get_cube(mapping.private_cube_id(self.user_id, "lgt", str(thread_id)))
+            except NotFoundError:
                 return None
-        cube_id = mapping.private_cube(
-            self.memory, self.user_id, "lgt", str(thread_id), settings=THREAD_CUBE
-        )
+        cube_id = mapping.private_cube(self.backend, "lgt", str(thread_id), settings=THREAD_CUBE)
         self._cubes[thread_id] = cube_id
         while len(self._cubes) > REMEMBERED:
             self._cubes.popitem(last=False)
         return cube_id
 
     def _thread_cubes(self) -> list[str]:
-        cubes = self.memory.list_cubes(user_id=self.user_id)
+        cubes = self.backend.list_cubes()
         return [
             c.cube_id for c in cubes if c.owner == self.user_id and c.cube_id.startswith("lgt-")
         ]
@@ -136,8 +144,8 @@ class MemstrataSaver(BaseCheckpointSaver[int]):
         """The items of ``cube_id`` whose metadata has ``metadata``, oldest first."""
         offset = 0
         while True:
-            page = self.memory.list_memories(
-                cube_id, user_id=self.user_id, limit=MAX_TOP_K, offset=offset,
+            page = self.backend.list_memories(
+                cube_id, limit=MAX_TOP_K, offset=offset,
                 filters={"metadata": metadata, "status": STATUSES},
             )  # fmt: skip
             yield from page
@@ -174,35 +182,34 @@ class MemstrataSaver(BaseCheckpointSaver[int]):
         messages = [*parts, {"content": f"langgraph {kind}", "metadata": record}]
         for start in range(0, len(messages), ADD_BATCH):
             batch = messages[start : start + ADD_BATCH]
-            ids = self.memory.add(batch, user_id=self.user_id, cube_id=cube_id)
+            ids = self.backend.add(batch, cube_id=cube_id)
             for item_id in ids:
                 self._seal(cube_id, item_id, "frozen")
 
     def _seal(self, cube_id: str, item_id: str, status: str) -> None:
         for to in ("activated", status):
-            self.memory.transition(item_id, to, user_id=self.user_id, cube_id=cube_id)
+            self.backend.transition(item_id, to, cube_id=cube_id)
 
     def _head(self, cube_id: str, ns: str) -> MemoryItem | None:
-        found = self.memory.list_memories(
-            cube_id, user_id=self.user_id, limit=1,
-            filters={"metadata": {KIND: "head", NS: ns}, "status": STATUSES},
-        )  # fmt: skip
+        found = self.backend.list_memories(
+            cube_id, limit=1, filters={"metadata": {KIND: "head", NS: ns}, "status": STATUSES}
+        )
         return found[0] if found else None
 
     def _advance(self, cube_id: str, ns: str, checkpoint_id: str) -> None:
         """Make ``checkpoint_id`` the namespace's newest when it is newer than the head's."""
         head = self._head(cube_id, ns)
         if head is None:
-            ids = self.memory.add(
-                [{"content": "langgraph head", "metadata": {KIND: "head", NS: ns, LATEST: checkpoint_id}}],
-                user_id=self.user_id, cube_id=cube_id,
-            )  # fmt: skip
+            head_item = {
+                "content": "langgraph head",
+                "metadata": {KIND: "head", NS: ns, LATEST: checkpoint_id},
+            }
+            ids = self.backend.add([head_item], cube_id=cube_id)
             self._seal(cube_id, ids[0], "archived")
         elif checkpoint_id > str(head.metadata.get(LATEST, "")):
-            self.memory.update(
-                head.id, user_id=self.user_id, cube_id=cube_id,
-                metadata={**head.metadata, LATEST: checkpoint_id},
-            )  # fmt: skip
+            self.backend.update(
+                head.id, cube_id=cube_id, metadata={**head.metadata, LATEST: checkpoint_id}
+            )
 
     # -- the saver's calls -------------------------------------------------------------------
 
@@ -329,13 +336,13 @@ class MemstrataSaver(BaseCheckpointSaver[int]):
         cube_id = self._cube(thread_id, create=False)
         self._cubes.pop(thread_id, None)
         if cube_id is not None:
-            with contextlib.suppress(CubeNotFound):  # deleted meanwhile
-                self.memory.delete_cube(cube_id, user_id=self.user_id)
+            with contextlib.suppress(NotFoundError):  # deleted meanwhile
+                self.backend.delete_cube(cube_id)
 
-    # -- async forms: the sync calls in a worker thread ----------------------------------------
+    # -- async forms: the same logic off the event loop (mapping.Backend.offload) --------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)
+        return await self.backend.offload(self.get_tuple, config)
 
     async def alist(
         self,
@@ -345,7 +352,7 @@ class MemstrataSaver(BaseCheckpointSaver[int]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        found = await asyncio.to_thread(
+        found = await self.backend.offload(
             lambda: list(self.list(config, filter=filter, before=before, limit=limit))
         )
         for tup in found:
@@ -358,7 +365,7 @@ class MemstrataSaver(BaseCheckpointSaver[int]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+        return await self.backend.offload(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
         self,
@@ -367,10 +374,10 @@ class MemstrataSaver(BaseCheckpointSaver[int]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        await self.backend.offload(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await asyncio.to_thread(self.delete_thread, thread_id)
+        await self.backend.offload(self.delete_thread, thread_id)
 
     # -- reading a checkpoint back -----------------------------------------------------------
 
@@ -460,14 +467,12 @@ class MemstrataSaver(BaseCheckpointSaver[int]):
         if not new:
             return
         try:
-            self.memory.add(new, user_id=self.user_id, cube_id=self.cube_id, session_id=session)
+            self.backend.add(new, cube_id=self.cube_id, session_id=session)
         except ConflictError:
             # A message edited after it was added: add the others one by one, keep the first.
             for turn in new:
                 try:
-                    self.memory.add(
-                        [turn], user_id=self.user_id, cube_id=self.cube_id, session_id=session
-                    )
+                    self.backend.add([turn], cube_id=self.cube_id, session_id=session)
                 except ConflictError:
                     continue
         for turn in new:

@@ -19,7 +19,6 @@ Mapping (``memstrata.integrations.mapping``):
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -36,7 +35,6 @@ from langchain_core.messages import (
 
 from memstrata.integrations import mapping
 from memstrata.limits import MAX_TOP_K
-from memstrata.memory.system import MemoryOS
 from memstrata.model import MemoryItem
 
 __all__ = ["MemstrataChatMessageHistory"]
@@ -54,24 +52,35 @@ NO_TEXT = "(no text)"
 class MemstrataChatMessageHistory(BaseChatMessageHistory):
     """A LangChain chat history kept as a memstrata session (see the module docs).
 
-    ``memory`` is an open ``MemoryOS``; ``user_id`` the acting user (created if missing);
-    ``session_id`` the history; ``cube_id`` the cube (created, owned by the user, if missing;
-    default: the user's default cube; one the user may not read is ``PermissionDenied``).
+    ``memory`` is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient``
+    (``mapping.Backend``); ``user_id`` the acting user (created if missing; with a client, its
+    key's owner, and may be omitted); ``session_id`` the history; ``cube_id`` the cube (created,
+    owned by the user, if missing; default: the user's default cube; one the user may not read
+    is ``PermissionDenied``).  With an ``AsyncClient`` use the async forms.
     """
 
     def __init__(
         self,
-        memory: MemoryOS,
+        memory: mapping.Memory,
         *,
-        user_id: str,
+        user_id: str | None = None,
         session_id: str,
         cube_id: str | None = None,
     ) -> None:
         self.memory = memory
-        self.user_id = user_id
+        self.backend = mapping.Backend(memory, user_id=user_id, cube_id=cube_id)
         self.session_id = session_id
-        self.cube_id = mapping.user_cube(memory, user_id, cube_id)
         self.session = mapping.line_id(session_id, "lc")
+
+    @property
+    def user_id(self) -> str:
+        """The acting user."""
+        return self.backend.user_id
+
+    @property
+    def cube_id(self) -> str:
+        """The history's cube."""
+        return self.backend.cube_id
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override,unused-ignore]
@@ -82,32 +91,33 @@ class MemstrataChatMessageHistory(BaseChatMessageHistory):
         """Add ``messages`` as turns of the session, in one call (all or none)."""
         if not messages:
             return
-        self.memory.add(
-            [_turn(m) for m in messages], user_id=self.user_id, cube_id=self.cube_id,
-            session_id=self.session,
-        )  # fmt: skip
+        self.backend.add(
+            [_turn(m) for m in messages], cube_id=self.cube_id, session_id=self.session
+        )
 
     def clear(self) -> None:
         """Erase the session: its turns and what was derived from them, for good."""
-        self.memory.erase(
-            user_id=self.user_id, cube_id=self.cube_id, session_id=self.session,
-            reason="LangChain chat history cleared",
-        )  # fmt: skip
+        self.backend.erase(
+            cube_id=self.cube_id, session_id=self.session, reason="LangChain chat history cleared"
+        )
+
+    # The async forms run the same logic off the event loop (``mapping.Backend.offload``):
+    # an async memory's calls are awaited on the caller's loop.
 
     async def aget_messages(self) -> list[BaseMessage]:
-        return await asyncio.to_thread(lambda: self.messages)
+        return await self.backend.offload(lambda: self.messages)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
-        await asyncio.to_thread(self.add_messages, list(messages))
+        await self.backend.offload(self.add_messages, list(messages))
 
     async def aclear(self) -> None:
-        await asyncio.to_thread(self.clear)
+        await self.backend.offload(self.clear)
 
     def _turns(self) -> Iterator[MemoryItem]:
         offset = 0
         while True:
-            page = self.memory.list_memories(
-                self.cube_id, user_id=self.user_id, limit=MAX_TOP_K, offset=offset,
+            page = self.backend.list_memories(
+                self.cube_id, limit=MAX_TOP_K, offset=offset,
                 filters={"session_id": self.session, "type": "turn"},
             )  # fmt: skip
             yield from page

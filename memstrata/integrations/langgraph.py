@@ -22,7 +22,6 @@ The store's mapping (``memstrata.integrations.mapping``):
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -43,11 +42,10 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path
 
-from memstrata.errors import ItemNotFound
+from memstrata.errors import NotFoundError
 from memstrata.integrations import mapping
 from memstrata.integrations.checkpoints import MemstrataSaver
 from memstrata.limits import MAX_TOP_K
-from memstrata.memory.system import MemoryOS
 from memstrata.model import MemoryItem
 
 __all__ = ["MemstrataSaver", "MemstrataStore"]
@@ -63,9 +61,11 @@ PAGE = MAX_TOP_K
 class MemstrataStore(BaseStore):
     """LangGraph's long-term memory store, kept by memstrata (see the module docs).
 
-    ``memory`` is an open ``MemoryOS``; ``user_id`` the acting user (created if missing);
-    ``cube_id`` the cube (created, owned by the user, if missing; default: the user's default
-    cube).  ``index`` is LangGraph's ``IndexConfig``: only its ``fields`` are used (default
+    ``memory`` is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient``
+    (``mapping.Backend``); ``user_id`` the acting user (created if missing; with a client, its
+    key's owner, and may be omitted); ``cube_id`` the cube (created, owned by the user, if
+    missing; default: the user's default cube).  With an ``AsyncClient`` use ``abatch`` (the
+    ``a…`` calls).  ``index`` is LangGraph's ``IndexConfig``: only its ``fields`` are used (default
     ``["$"]``, the whole value), since memstrata's own embedder embeds.  ``ttl`` is LangGraph's
     ``TTLConfig`` (``default_ttl``, ``refresh_on_read``).  Bad input is memstrata's
     ``ValidationError``; a cube the user may not read, ``PermissionDenied``.
@@ -75,18 +75,27 @@ class MemstrataStore(BaseStore):
 
     def __init__(
         self,
-        memory: MemoryOS,
+        memory: mapping.Memory,
         *,
-        user_id: str,
+        user_id: str | None = None,
         cube_id: str | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
     ) -> None:
         self.memory = memory
-        self.user_id = user_id
-        self.cube_id = mapping.user_cube(memory, user_id, cube_id)
+        self.backend = mapping.Backend(memory, user_id=user_id, cube_id=cube_id)
         self.fields: list[str] = list((index or {}).get("fields") or ["$"])
         self.ttl_config = ttl
+
+    @property
+    def user_id(self) -> str:
+        """The acting user."""
+        return self.backend.user_id
+
+    @property
+    def cube_id(self) -> str:
+        """The store's cube."""
+        return self.backend.cube_id
 
     # -- batch -------------------------------------------------------------------------------
 
@@ -113,8 +122,9 @@ class MemstrataStore(BaseStore):
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """``batch`` in a worker thread (the core is synchronous)."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """``batch`` off the event loop (``mapping.Backend.offload``: an async memory's calls
+        are awaited on this loop)."""
+        return await self.backend.offload(self.batch, list(ops))
 
     # -- the operations ----------------------------------------------------------------------
 
@@ -145,10 +155,9 @@ class MemstrataStore(BaseStore):
         want = op.offset + op.limit
         top_k = MAX_TOP_K if op.filter else max(1, min(MAX_TOP_K, want))
         metadata = {MARK: True, INDEXED: True, **mapping.path_filter(NS, prefix)}
-        hits = self.memory.search(
-            op.query or "", user_id=self.user_id, cube_ids=[self.cube_id], top_k=top_k,
-            filters={"metadata": metadata},
-        )  # fmt: skip
+        hits = self.backend.search(
+            op.query or "", cube_ids=[self.cube_id], top_k=top_k, filters={"metadata": metadata}
+        )
         ranked = [
             (h.item, h.score)
             for h in hits
@@ -173,10 +182,9 @@ class MemstrataStore(BaseStore):
         if op.value is None:
             existing = self._find(namespace, op.key)
             if existing is not None:
-                self.memory.erase(
-                    existing.id, user_id=self.user_id, cube_id=self.cube_id,
-                    reason="LangGraph store delete",
-                )  # fmt: skip
+                self.backend.erase(
+                    existing.id, cube_id=self.cube_id, reason="LangGraph store delete"
+                )
             return
         self._write(namespace, op)
 
@@ -194,30 +202,28 @@ class MemstrataStore(BaseStore):
         existing = self._find(namespace, op.key)
         if existing is None:
             message = {"content": content, "id": f"lg:{identity}", "metadata": metadata}
-            ids = self.memory.add(
-                [message], user_id=self.user_id, cube_id=self.cube_id,
-                expires_at=None if ttl is None else expires,
-            )  # fmt: skip
+            ids = self.backend.add(
+                [message], cube_id=self.cube_id, expires_at=None if ttl is None else expires
+            )
             try:
-                stored = self.memory.get(ids[0], user_id=self.user_id, cube_id=self.cube_id)
-            except ItemNotFound:
+                stored = self.backend.get(ids[0], cube_id=self.cube_id)
+            except NotFoundError:
                 return  # stored with a TTL already past: gone at once, as it should be
             if stored.metadata == metadata:
                 return
             existing = stored  # the same text was stored before, by another writer: update it
-        self.memory.update(
-            existing.id, user_id=self.user_id, cube_id=self.cube_id, text=content,
-            metadata=metadata, expires_at=expires,
+        self.backend.update(
+            existing.id, cube_id=self.cube_id, text=content, metadata=metadata,
+            expires_at=expires,
         )  # fmt: skip
 
     # -- reading the cube --------------------------------------------------------------------
 
     def _find(self, namespace: tuple[str, ...], key: str) -> MemoryItem | None:
         identity = mapping.digest(*namespace, "\x00", key)
-        page = self.memory.list_memories(
-            self.cube_id, user_id=self.user_id, filters={"metadata": {MARK: True, ID: identity}},
-            limit=1,
-        )  # fmt: skip
+        page = self.backend.list_memories(
+            self.cube_id, filters={"metadata": {MARK: True, ID: identity}}, limit=1
+        )
         return page[0] if page else None
 
     def _scan(
@@ -227,10 +233,9 @@ class MemstrataStore(BaseStore):
         metadata = {MARK: True, **(extra or {}), **mapping.path_filter(NS, prefix)}
         offset = 0
         while True:
-            page = self.memory.list_memories(
-                self.cube_id, user_id=self.user_id, filters={"metadata": metadata},
-                limit=PAGE, offset=offset,
-            )  # fmt: skip
+            page = self.backend.list_memories(
+                self.cube_id, filters={"metadata": metadata}, limit=PAGE, offset=offset
+            )
             yield from (i for i in page if _in_prefix(i, prefix))
             if len(page) < PAGE:
                 return
@@ -241,9 +246,7 @@ class MemstrataStore(BaseStore):
         ttl = item.metadata.get(TTL)
         if not isinstance(ttl, (int, float)) or isinstance(ttl, bool):
             return item
-        return self.memory.update(
-            item.id, user_id=self.user_id, cube_id=self.cube_id, expires_at=_expiry(ttl)
-        )
+        return self.backend.update(item.id, cube_id=self.cube_id, expires_at=_expiry(ttl))
 
     def _text(self, value: dict[str, Any], index: Any) -> str | None:
         """What search ranks: the value's texts at the ``index`` fields, one per line; None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -47,6 +48,10 @@ _ADD_BODY = {
     }
 }
 _AS_OF = "A past time (ISO 8601 or epoch seconds): the version current then."
+_METADATA = (
+    "A JSON object: items whose metadata has each key equal to its value (a string, number, "
+    "boolean or null), as the search filter ``metadata``."
+)
 
 
 @router.post(
@@ -141,17 +146,34 @@ def list_memories(
     tier: Annotated[list[Tier] | None, Query()] = None,
     kind: Annotated[list[ItemType] | None, Query(alias="type")] = None,
     status: Annotated[list[Status] | None, Query()] = None,
+    metadata: Annotated[str | None, Query(description=_METADATA)] = None,
 ) -> list[MemoryOut]:
     """Items passing the filters (repeat ``tier``, ``type``, ``status`` for several); needs read.
 
     Without ``status``, only ``generated`` and ``activated`` items are listed.
     """
-    given = {"session_id": session_id, "tier": tier, "type": kind, "status": status}
+    given = {
+        "session_id": session_id, "tier": tier, "type": kind, "status": status,
+        "metadata": None if metadata is None else _metadata(metadata),
+    }  # fmt: skip
     filters = {key: value for key, value in given.items() if value is not None}
     found = memory.list_memories(
         cube_id, user_id=user.user_id, filters=filters, limit=limit, offset=offset
     )
     return [MemoryOut.of(i) for i in found]
+
+
+def _metadata(raw: str) -> Any:
+    """The ``metadata`` parameter's JSON object (the core checks its keys and values)."""
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ValidationError(
+            "the metadata filter is not JSON", hint='send a JSON object: {"key": "value"}'
+        ) from exc
+    if not isinstance(value, dict):
+        raise ValidationError("the metadata filter must be a JSON object", hint='{"key": "value"}')
+    return value
 
 
 @router.get("/memories/{cube_id}/{memory_id}", summary="An item, as it is now or was then")
