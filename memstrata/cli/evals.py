@@ -14,7 +14,7 @@ from memstrata.cli.progress import progress_bar
 from memstrata.config import Settings
 from memstrata.embed import DEFAULT_EMBEDDER, Closeable, make_embedder
 from memstrata.eval import adapter as adapter_eval
-from memstrata.eval import facts, locomo, prefeval, report
+from memstrata.eval import facts, locomo, prefeval, report, updates
 from memstrata.eval.memo import PassageMemo
 from memstrata.llm import LLM, make_llm
 from memstrata.memory.system import MemoryOS
@@ -196,6 +196,26 @@ def eval_prefeval(
     result["run"]["filler_data"] = filler_data or "synthetic small talk"
     _write(out, result)
     emit(result, prefeval.table(result))
+
+
+@eval_group.command("updates")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the result as JSON here.")
+@click.option(
+    "--half",
+    type=click.Choice(["tune", "held", "both"]),
+    default="both",
+    show_default=True,
+    help="The stories of one half of the templates (tune: developed against; held: kept out).",
+)
+def eval_updates(out: str | None, half: str) -> None:
+    """The knowledge-update suite: generated stories whose facts change (moved, quit, sold,
+    "I'm over X"), asked about the present and the past (docs/evaluation.md)."""
+    given = options()
+    halves = ("tune", "held") if half == "both" else (half,)
+    with progress_bar("updates") as progress:
+        result = updates.evaluate(lambda path: given.open(path, workers=1), halves, progress)
+    _write(out, result)
+    emit(result, updates.table(result))
 
 
 @eval_group.command("report")
