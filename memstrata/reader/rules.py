@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from memstrata.model import MemoryItem
+from memstrata.reader import changes
 from memstrata.reader.findings import Finding
 from memstrata.reader.notes import SECOND_PERSON, sentences, third_person
 
@@ -103,6 +104,8 @@ _FAMILY = re.compile(
     r"daughter|daughters|baby|parents|grandkids|grandchildren)\b"
 )
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|me|we|our)\b")
+#: The speaker in any case ("My car…", "We moved…"): what the change rules read.
+_SPEAKER = re.compile(r"\b(?:I|I'm|I've|I'd|[Mm]y|[Mm]e|[Ww]e|[Oo]ur|[Uu]s)\b")
 
 _TEMPLATES = {
     "interest": "{s} is into {v}",
@@ -113,6 +116,11 @@ _TEMPLATES = {
     "job": "{s} works as {a} {v}",
     "employer": "{s} works at {v}",
     "family": "{s} has {a} {v}",
+    "car": "{s} drives {a} {v}",
+    "phone": "{s}'s phone is {a} {v}",
+    "diet": "{s} is {v}",
+    "school": "{s} studies at {v}",
+    "language": "{s} is learning {v}",
 }
 #: Family words that take no article ("Mel has kids").
 _PLURAL_FAMILY = frozenset(
@@ -151,6 +159,13 @@ def _profile(sentence: str, subject: str, page: MemoryItem) -> list[Finding]:
     matches += [(f"pet_{m.group(1)}", m.group(2)) for m in _PET.finditer(sentence)]
     matches += [(f"favourite_{m.group(1).replace(' ', '_')}", m.group(2))
                 for m in _FAVOURITE.finditer(sentence)]  # fmt: skip
+    gone = changes.ended(sentence) if _SPEAKER.search(sentence) else []
+    if _SPEAKER.search(sentence):
+        matches += changes.attributes(sentence)
+        matches += [(key, new) for key, old in matches for before, new in
+                    changes.replacements(sentence) if changes.same_value(old, before)]  # fmt: skip
+    # A value the sentence says has ended is not stated by it ("I sold my Civic and …").
+    matches = [(k, v) for k, v in matches if not any(changes.same_value(v, g) for g in gone)]
     if _FIRST_PERSON.search(sentence):
         activities = {m.group(1).lower() for m in _ACTIVITY.finditer(sentence)} & _PASTIMES
         activities |= {m.group(1).lower() for m in _PRACTICE.finditer(sentence)}
@@ -158,15 +173,53 @@ def _profile(sentence: str, subject: str, page: MemoryItem) -> list[Finding]:
                        for m in rx.finditer(sentence)}  # fmt: skip
         matches += [("interest", a) for a in sorted(activities - _NOT_ACTIVITIES)]
         matches += [("family", m.group(1).lower()) for m in _FAMILY.finditer(sentence)]
-    for key, value in matches:
-        value = value.strip(" '")
+    change = {"change": "1"} if changes.changed(sentence) else {}
+    for key, value in _distinct(matches):
+        value = _object(value.strip(" '"))
         article = "an" if value[:1] in "aeiou" else "a"
         template = _TEMPLATES.get(key, "{s}'s " + key.replace("_", " ") + " is {v}")
         if key == "family" and value in _PLURAL_FAMILY:
             template = "{s} has {v}"
         text = template.format(s=subject, v=value, a=article)
-        found.append(_finding("profile", text, subject, page, 0.8, key=key, value=value))
+        found.append(_finding("profile", text, subject, page, 0.8, key=key, value=value,
+                              extra=change))  # fmt: skip
     return found
+
+
+def _distinct(matches: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``matches`` without repeats, and without a value of an attribute that another match
+    of the same attribute holds whole ("Civic" beside "Honda Civic")."""
+    out: list[tuple[str, str]] = []
+    for key, value in dict.fromkeys((k, v.strip(" '")) for k, v in matches):
+        if any(k == key and v != value and value in v for k, v in matches):
+            continue
+        out.append((key, value))
+    return out
+
+
+def ended(page: MemoryItem) -> list[str]:
+    """The values the speaker of ``page`` says no longer hold ("I moved out of Lisbon",
+    "I quit nursing"; ``reader.changes.ended``); none for the assistant's pages."""
+    if page.role == "assistant":
+        return []
+    found: list[str] = []
+    for sentence in sentences(page.text):
+        if not sentence.endswith("?") and _SPEAKER.search(sentence):
+            found += changes.ended(sentence)
+            found += [old for old, _ in changes.replacements(sentence)]
+    return list(dict.fromkeys(found))
+
+
+def replaced(page: MemoryItem) -> list[tuple[str, str]]:
+    """The (old, new) values the speaker of ``page`` says one replaced the other ("I switched
+    from coffee to tea"; ``reader.changes.replacements``)."""
+    if page.role == "assistant":
+        return []
+    return list(dict.fromkeys(
+        pair for sentence in sentences(page.text)
+        if not sentence.endswith("?") and _SPEAKER.search(sentence)
+        for pair in changes.replacements(sentence)
+    ))  # fmt: skip
 
 
 _TRAILING = re.compile(

@@ -49,9 +49,12 @@ HEADERS = {
 
 
 def render(item: MemoryItem) -> str:
-    """One context line for an item: date, who said it (a long-tier item: whose memory it is
-    and its type; a segment: its keywords), text."""
+    """One context line for an item: date (and, for one that stopped holding, "until" the
+    date it did), who said it (a long-tier item: whose memory it is and its type; a segment:
+    its keywords), text."""
     when = item.event_time.date().isoformat()
+    if item.valid_to is not None:  # it stopped holding (superseded): say until when
+        when += f", until {item.valid_to.date().isoformat()}"
     if item.type == "segment":
         topic = " · ".join(one_line(k, MAX_NAME) for k in item.keywords[:4])
         return f"[{when}] (topic) {topic}: {one_line(item.text)}"

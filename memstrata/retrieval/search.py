@@ -10,6 +10,7 @@ from memstrata.config import Settings
 from memstrata.embed.base import Embedder, Vectors
 from memstrata.filters import Filters
 from memstrata.model import Hit, MemoryItem
+from memstrata.retrieval import timeline
 from memstrata.retrieval.decompose import decompose, interleave
 from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
 from memstrata.retrieval.question import dates, near, periods, subjects, without_subjects
@@ -65,7 +66,9 @@ def hybrid_search(
     (``smooth_neighbours``), then multiplied by ``OTHER_SPEAKER`` for an item whose speaker is
     not one the query names, when it names any (``retrieval.question.subjects``; the dense
     channel then embeds the query with those names said as "they"), and by ``DATE_BOOST``
-    for an item within a day of a date the query names (``question.dates``); ``Hit.ranks``
+    for an item within a day of a date the query names (``question.dates``), then by time and
+    chatter (``retrieval.timeline``: what stopped holding, for a question about the present or
+    the past; small talk); ``Hit.ranks``
     holds each channel's rank (empty for a turn found only as the next turn of a candidate).
     A query that joins names ("Jon and Gina") is asked once per name instead, and the lists are
     merged round-robin (``retrieval.decompose``).
@@ -111,6 +114,8 @@ def _search_one(
             hits = smooth_neighbours(store, hits, filters, neighbour_weight, keep=(top_k, spread))
     if named or days:
         hits = sorted(_weighed(hits, named, days), key=lambda h: -h.score)
+    with CLOCK.timed("time"):
+        hits = timeline.weigh(store, hits, timeline.tense(query), filters)
     return hits[:top_k]
 
 

@@ -10,7 +10,8 @@ CPU figure is a floor.
 
 Stages: ``question`` (reading the names and dates a query gives), ``embed`` (the query vector),
 ``keyword`` and ``dense`` (the two channels), ``fetch`` (the hits' items), ``neighbours``
-(adjacent-turn smoothing), ``pack`` (a context's rendering, in ``memory.reading``).
+(adjacent-turn smoothing), ``time`` (weighing by time and chatter, ``retrieval.timeline``),
+``pack`` (a context's rendering, in ``memory.reading``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-STAGES = ("question", "embed", "keyword", "dense", "fetch", "neighbours", "pack")
+STAGES = ("question", "embed", "keyword", "dense", "fetch", "neighbours", "time", "pack")
 #: Upper bounds (seconds) of each stage's histogram buckets.
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
 

@@ -8,7 +8,9 @@ event) and joins the segment it fits best, when
 (λ is the cube setting ``keyword_weight``), or else starts a new segment.  A segment is an item
 of type ``segment``: its text is an extractive summary of its pages, its vector the normalised
 mean of its pages' vectors (updated as each page joins, so never stale), its ``sources`` the pages
-in order of joining, and its ``heat`` ``α·visits + β·pages + γ·exp(-Δt/τ)``.  Past
+in order of joining, ``metadata["small_talk"]`` whether every page is small talk (greetings,
+questions, pleasantries: ``retrieval.timeline.small_talk``; such a segment is written, and
+search weighs it less), and its ``heat`` ``α·visits + β·pages + γ·exp(-Δt/τ)``.  Past
 ``mid_capacity`` active segments, the coldest is archived (never deleted).  Dialogue chains need
 no links: a page's neighbours are the turns before and after it in its session.
 """
@@ -29,6 +31,7 @@ from memstrata.errors import ItemNotFound
 from memstrata.filters import Filters
 from memstrata.model import MemoryItem, Source, new_id, utcnow
 from memstrata.reader.offline import keywords, merge_keywords, summarise
+from memstrata.retrieval.timeline import small_talk
 from memstrata.store.base import Store
 from memstrata.tiers.settings import TierSettings
 
@@ -116,7 +119,11 @@ class MidTier:
             type="segment",
             session_id=page.session_id,
             keywords=words,
-            metadata={"keyword_counts": dict.fromkeys(words, 1), "vector_norm": 1.0},
+            metadata={
+                "keyword_counts": dict.fromkeys(words, 1),
+                "vector_norm": 1.0,
+                "small_talk": small_talk(page.text),
+            },
             event_time=page.event_time,
             created_at=now,
             updated_at=now,
@@ -149,6 +156,8 @@ class MidTier:
                 **segment.metadata,
                 "keyword_counts": counts,
                 "vector_norm": float(np.linalg.norm(total)),
+                # search weighs a segment of nothing but small talk less (retrieval.timeline)
+                "small_talk": segment.metadata.get("small_talk") is True and small_talk(page.text),
             },
             sources=sources,
         )

@@ -17,6 +17,7 @@ from dataclasses import replace
 from functools import partial
 
 from memstrata.embed.base import Embedder, check_cube_embedder, fingerprint
+from memstrata.filters import Filters
 from memstrata.llm import LLM, Completion
 from memstrata.model import Cube, MemoryItem, utcnow
 from memstrata.reader.findings import Reader
@@ -31,6 +32,8 @@ from memstrata.tiers.working import consolidate
 
 #: Seconds a cube's consolidation waits after an add, so that a burst of adds shares one task.
 CONSOLIDATE_DELAY_S = 1.0
+#: The turns ``_note`` reads: still in the working tier, not yet promoted.
+WORKING_TURNS = Filters(tiers=("working",), types=("turn",), statuses=("generated",))
 #: Seconds between writes of read counts (segment visits).
 READS_FLUSH_S = 5.0
 
@@ -72,6 +75,7 @@ class TierTasks:
         Returns how many findings the long tier took in (0 without ``promote_all``).
         """
         check_cube_embedder(cube, self.embedder)
+        self._note(cube)
         segments = consolidate(self.store, cube.cube_id, fingerprint(self.embedder))
         if not promote_all:
             self._promote_hot(segments)
@@ -121,7 +125,16 @@ class TierTasks:
         """Task ``consolidate``: move overflowing working turns of a cube into the mid tier."""
         cube = self._cube(task)
         if cube is not None:  # else the cube is gone: nothing to do
+            self._note(cube)
             self._promote_hot(consolidate(self.store, cube.cube_id, fingerprint(self.embedder)))
+
+    def _note(self, cube: Cube) -> None:
+        """Read what the rules find in the cube's working turns (attributes, preferences,
+        changes) into the long tier before they move on: a change is known at once, whether
+        or not its segment ever gets hot (``LongTier.note``)."""
+        turns = self.store.list_items(cube.cube_id, WORKING_TURNS)
+        if turns:
+            LongTier(self.store, self.embedder, self.reader(cube.cube_id)).note(turns)
 
     def _promote(self, task: Task) -> None:
         """Task ``promote``: read a hot segment's unprocessed pages into the long tier; with an

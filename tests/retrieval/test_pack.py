@@ -92,9 +92,10 @@ def test_context_brings_the_next_turn_of_each_hit(mos: MemoryOS) -> None:
         user_id="u", cube_id=cube, session_id="s",
     )  # fmt: skip
     ctx = mos.context("name the new puppy", user_id="u", budget_tokens=60)
-    first, second = ctx.hits[:2]
-    assert (first.item.id, second.item.id) == (ids[0], ids[1])
-    assert second.score == first.score  # it came along with the question, not on its own rank
+    at = {h.item.id: n for n, h in enumerate(ctx.hits)}
+    # the question brings its answer right after it, with its score (the answer may also
+    # rank first on its own: a turn that only asks weighs less, retrieval.timeline)
+    assert at[ids[1]] in (0, at[ids[0]] + 1)
     plain = mos.context("name the new puppy", user_id="u", budget_tokens=60, chain=False)
-    assert plain.hits[0].item.id == ids[0]
-    assert all(h.score < plain.hits[0].score for h in plain.hits[1:])
+    chained = {h.item.id for h in ctx.hits} - {h.item.id for h in plain.hits}
+    assert chained <= {ids[1], ids[2]}

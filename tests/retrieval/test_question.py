@@ -9,7 +9,7 @@ import pytest
 from memstrata import MemoryOS
 from memstrata.filters import Filters
 from memstrata.model import Hit, MemoryItem
-from memstrata.retrieval import search
+from memstrata.retrieval import search, timeline
 from memstrata.retrieval.question import (
     MAX_DATES,
     dates,
@@ -77,6 +77,7 @@ def test_a_named_speakers_items_rank_above_another_speakers(
     assert named[0].item.id == ids[1]
     # Without the factor, Caroline's question (the query's own words) would come first.
     monkeypatch.setattr(search, "OTHER_SPEAKER", 1.0)
+    monkeypatch.setattr(timeline, "QUESTION", 1.0)  # nor a question weighed as one
     unweighted = hybrid_search(*args, Filters(), 4)
     assert unweighted[0].item.id == ids[0]
     before = {h.item.id: h.score for h in unweighted}

@@ -24,7 +24,11 @@ def test_reads_become_visits_that_heat_and_promote_a_segment(
              {"name": "Ann", "content": "The weather is fine."}], user_id="u", cube_id=cube)  # fmt: skip
     (segment,) = mos.store.list_items(cube, Filters(types=("segment",)))
     cold = segment.heat or 0.0
-    assert cold < 21.5 and mos.store.count_items(cube, Filters(tiers=("long",))) == 0
+    # the rules read the attribute at once (tiers.long.note); the promotion has not happened
+    assert (
+        cold < 21.5 and mos.store.count_items(cube, Filters(tiers=("long",), types=("fact",))) == 0
+    )
+    assert {p.status for p in mos.store.list_items(cube, Filters(tiers=("mid",)))} == {"generated"}
     mos.search("baker", user_id="u", filters={"type": "turn", "tier": "mid"}, top_k=1)
     (segment,) = mos.store.list_items(cube, Filters(types=("segment",)))
     assert segment.access_count == 1 and segment.heat is not None and segment.heat > cold
@@ -34,6 +38,7 @@ def test_reads_become_visits_that_heat_and_promote_a_segment(
     assert mos.wait(cube, timeout=30)
     # two visits (2 × α = 20) + one page + recency (1) = 22 ≥ 21.5: promoted to the long tier
     assert mos.store.count_items(cube, Filters(tiers=("long",), types=("profile",))) == 1
+    assert mos.get(page.id, user_id="u").status == "activated"
 
 
 def test_a_segment_gone_since_it_was_read_is_skipped_not_retried(

@@ -1,0 +1,148 @@
+"""Ranking that knows time, and weighs chatter less (docs/search.md, step 7).
+
+A memory that stopped holding (``valid_to`` set: the long tier superseded it, or a turn whose
+statement was superseded, ``tiers.long``) answers a question about the **present** ("Where does
+Ann live?", "What is Ben's job now?") worse than what replaced it, and one about the **past**
+("Where did Ann live before?", "used to", "previously") better.  ``tense`` reads which a
+question asks (no model: a few words and the verb's tense); ``weigh`` moves the scores:
+
+* present: an item that stopped holding is multiplied by ``PAST_IN_PRESENT``, and the turns
+  stating what replaced it take its score when theirs is lower (fetched when they were not
+  candidates): the newest statement ranks above the one it replaced;
+* past: an item that stopped holding is multiplied by ``PAST_IN_PAST`` (> 1);
+* neither: an item that stopped holding by ``PAST_IN_NEUTRAL``.
+
+Chatter: a turn that is only a question, a greeting or a pleasantry ("How was your weekend?",
+"Good morning!", "Thanks!") is multiplied by ``SMALL_TALK`` (``small_talk``; a turn that only
+asks a question by ``QUESTION``: its answer follows it), and so is a
+segment whose pages were all small talk (``metadata["small_talk"]``, written by the mid tier):
+neither answers a question, and both share its everyday words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from memstrata.filters import Filters
+from memstrata.model import Hit, MemoryItem
+from memstrata.store.base import SearchIndex
+
+Tense = Literal["present", "past"] | None
+#: No filter: every item may be lifted in.
+EVERYTHING = Filters()
+
+#: Factor on an item that stopped holding, for a question about the present.
+PAST_IN_PRESENT = 0.4
+#: Factor on an item that stopped holding, for a question about the past.
+PAST_IN_PAST = 1.5
+#: Factor on an item that stopped holding, for a question that says neither.
+PAST_IN_NEUTRAL = 0.8
+#: Factor on a turn or segment that is only small talk (greetings, pleasantries).
+SMALL_TALK = 0.5
+#: Factor on a turn that only asks: it is answered by the next turn, which it brings along
+#: (``search.expand_chain``), so it is weighed down less than chatter.
+QUESTION = 0.8
+
+_PAST = re.compile(
+    r"\b(?:before|used to|use to|previously|formerly|former|originally|at first|back then|in the past|"
+    r"prior to|earlier|anymore|any more|no longer|old)\b",
+    re.I,
+)
+_PRESENT = re.compile(
+    r"\b(?:now|currently|current|these days|nowadays|at the moment|today|still|latest|new)\b|"
+    r"^\s*(?:\w+\s+){0,3}?(?:does|do|is|are|has|have)\b",
+    re.I,
+)
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+_PLEASANTRY = re.compile(
+    r"^\W*(?:hi|hello|hey|yo|good (?:morning|afternoon|evening|night)|morning|thanks?(?: you)?|"
+    r"thank you(?: so much)?|wow|ugh|lol|haha|"
+    r"bye|see you|take care|cheers|congrats|congratulations|welcome|you're welcome|"
+    r"how are you|how's it going|what's up|how was your (?:day|weekend|week|trip)|"
+    r"same here|me too|sounds (?:good|great|fun|nice)|that's (?:great|nice|cool|awesome)|"
+    r"i'm (?:so )?tired|long day|mondays|(?:that )?sounds like|glad to hear|good to hear|"
+    r"nice to hear|happy to help|hang in there|get some rest|stay (?:dry|safe|warm)|enjoy|"
+    r"good luck|have fun|i'm (?:doing )?(?:well|good|fine)|not bad|i see|got it|"
+    r"i'll remember that|thanks for (?:telling|sharing|asking))\b",
+    re.I,
+)
+
+
+def tense(query: str) -> Tense:
+    """Whether ``query`` asks about the past, the present, or says neither (None)."""
+    if _PAST.search(query):
+        return "past"
+    if _PRESENT.search(query):
+        return "present"
+    return None
+
+
+def small_talk(text: str) -> bool:
+    """Whether ``text`` is only questions, greetings and pleasantries: each sentence ends in
+    "?" or starts with a greeting or a pleasantry of at most six words."""
+    said = [s.strip() for s in _SENTENCE.findall(text) if s.strip(" .!?,")]
+    if not said:
+        return True
+    return all(s.endswith("?") or (_PLEASANTRY.match(s) and len(s.split()) <= 6) for s in said)
+
+
+def weigh(
+    store: SearchIndex, hits: Sequence[Hit], asked: Tense, filters: Filters = EVERYTHING
+) -> list[Hit]:
+    """``hits`` re-weighed by time and chatter (see the module docs), best first; a turn
+    lifted in joins them only when it passes ``filters``."""
+    factor = {"present": PAST_IN_PRESENT, "past": PAST_IN_PAST, None: PAST_IN_NEUTRAL}[asked]
+    out: dict[str, Hit] = {}
+    for hit in hits:
+        weight = factor if hit.item.valid_to is not None else 1.0
+        weight *= _chatter(hit.item)
+        out[hit.item.id] = hit if weight == 1.0 else Hit(hit.item, hit.score * weight, hit.ranks)
+    if asked == "present":
+        _lift_successors(store, hits, out, filters)
+    return sorted(out.values(), key=lambda h: -h.score)
+
+
+def _chatter(item: MemoryItem) -> float:
+    """``SMALL_TALK`` for small talk, ``QUESTION`` for a turn that only asks, else 1."""
+    if item.type == "segment":
+        return SMALL_TALK if item.metadata.get("small_talk") is True else 1.0
+    if item.type != "turn" or not small_talk(item.text):
+        return 1.0
+    said = [s.strip() for s in _SENTENCE.findall(item.text) if s.strip(" .!?,")]
+    asks = all(s.endswith("?") for s in said) and not any(_PLEASANTRY.match(s) for s in said)
+    return QUESTION if asks else SMALL_TALK
+
+
+def _lift_successors(
+    store: SearchIndex, hits: Sequence[Hit], out: dict[str, Hit], filters: Filters
+) -> None:
+    """Give the turns stating what replaced a superseded hit that hit's score (unweighed),
+    when theirs is lower: a question about the present is answered by the newest statement."""
+    wanted: dict[str, float] = {}
+    for hit in hits:
+        successor = hit.item.metadata.get("superseded_by") if hit.item.valid_to else None
+        if isinstance(successor, str):
+            wanted[successor] = max(wanted.get(successor, 0.0), hit.score)
+    if not wanted:
+        return
+    successors = store.get_items(list(wanted))
+    # a successor may be the turn itself (a change said with no new value) or an item
+    # citing the turns that state the new value
+    turns: dict[str, float] = {}
+    for item in successors:
+        ids = [item.id] if item.type == "turn" else [s.item_id for s in item.sources if s.item_id]
+        for turn_id in ids:
+            turns[turn_id] = max(turns.get(turn_id, 0.0), wanted[item.id])
+    missing = [i for i in turns if i not in out]
+    found = {i.id: i for i in store.get_items(missing)} if missing else {}
+    for turn_id, score in turns.items():
+        known = out.get(turn_id)
+        if known is not None:
+            if known.item.valid_to is None and known.score < score:
+                out[turn_id] = Hit(known.item, score, known.ranks)
+        elif (
+            turn_id in found and found[turn_id].valid_to is None and filters.matches(found[turn_id])
+        ):
+            out[turn_id] = Hit(found[turn_id], score, {})
