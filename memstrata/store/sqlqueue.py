@@ -1,10 +1,12 @@
-"""What the SQL task queues share: the ``tasks`` table's statements that read a task or record an
-outcome, written once for SQLite (``?``) and PostgreSQL (``%s``).
+"""What the SQL task queues share: the ``tasks`` table's statements that submit, read a task,
+claim one or record an outcome, written once over the store's ``Dialect`` (``store/sql/``) for
+SQLite and PostgreSQL.
 
-A queue of an engine subclasses ``SQLTaskQueue`` and brings what differs: ``submit`` and
-``claim`` (how claimers exclude each other), its placeholder, how it matches a list of cubes, and
-how it reads rows and opens a write transaction.  A row that is not a task (see ``store.queue``)
-is listed as quarantined, and quarantined by the claim that takes it (``_claimed``).
+A queue of an engine subclasses ``SQLTaskQueue`` and brings only what differs: how a claim finds
+and takes its task so that no two claimers get the same one (``_expire``, ``_take``).  A
+submitter of a dedupe key queues on the dialect's lock for it (PostgreSQL's advisory lock;
+nothing under SQLite's one writer).  A row that is not a task (see ``store.queue``) is listed as
+quarantined, and quarantined by the claim that takes it (``_claimed``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from memstrata.model import new_id
 from memstrata.store.queue import (
+    MAX_QUARANTINED_PER_CLAIM,
     OUTSTANDING,
     TASK_COLUMNS,
     Task,
@@ -24,6 +28,7 @@ from memstrata.store.queue import (
     check_non_negative,
     check_positive,
     check_status,
+    checked_submit,
     in_status,
     listed_task,
     quarantine_error,
@@ -32,27 +37,99 @@ from memstrata.store.queue import (
     task_from_row,
     truncate_error,
 )
+from memstrata.store.sql.database import SQLDatabase
 
 logger = logging.getLogger("memstrata.scheduler")
+#: The key space of ``Dialect.lock`` for dedupe keys (external ids are 0).
+DEDUPE_LOCKS = 1
 
 
 class SQLTaskQueue:
-    """``TaskQueue``'s reads and outcome writes over a ``tasks`` table (see the module doc)."""
+    """``TaskQueue`` over a ``tasks`` table (see the module doc) but how a claim takes a task."""
 
-    #: the driver's parameter placeholder
-    mark = "?"
+    def __init__(self, store: SQLDatabase) -> None:
+        self.store = store
+        self.mark = store.dialect.mark
+
+    def _take(self, conn: Any, now: float, lease_until: float, skip: list[str]) -> Any:
+        """Claim the first due task in transaction ``conn`` (expired leases first, then pending
+        tasks due longest ago), as running until ``lease_until``: its row (readable by column
+        name), or ``None`` when none is due.  ``skip``: the caller's own running tasks."""
+        raise NotImplementedError
+
+    def _expire(self, conn: Any, now: float, skip: list[str]) -> None:
+        """Fail the expired leases that have no attempt left (their worker is gone)."""
+        raise NotImplementedError
 
     def _rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
         """Every row of one read, each readable by column name."""
-        raise NotImplementedError
+        return self.store.dicts(sql, params)
 
     def _transaction(self) -> AbstractContextManager[Any]:
         """One write transaction, yielding a connection whose ``execute`` has ``rowcount``."""
-        raise NotImplementedError
+        return self.store.transaction()
 
-    def _among(self, cube_ids: list[str]) -> tuple[str, Any]:
-        """A condition that ``cube_id`` is one of ``cube_ids``, with its one parameter."""
-        raise NotImplementedError
+    def submit(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        cube_id: str | None = None,
+        dedupe_key: str | None = None,
+        max_attempts: int = 5,
+        delay_s: float = 0.0,
+    ) -> str:
+        body = checked_submit(kind, payload, max_attempts, delay_s)
+        now = time.time()
+        m = self.mark
+        with self._transaction() as conn:
+            if dedupe_key is not None:
+                held = self._take_key(conn, dedupe_key)
+                if held is not None:
+                    return held
+            task_id = new_id()
+            conn.execute(
+                f"INSERT INTO tasks ({TASK_COLUMNS}) VALUES ({m}, {m}, {m}, {m}, 'pending', 0, "
+                f"{m}, {m}, NULL, NULL, {m}, {m}, {m})",
+                (task_id, kind, cube_id, body, max_attempts, now + delay_s, now, now, dedupe_key),
+            )
+        return task_id
+
+    def claim(self, lease_s: float, *, skip: Collection[str] = ()) -> Task | None:
+        check_positive("lease_s", lease_s)
+        now = time.time()
+        skipped = list(skip)
+        with self._transaction() as conn:
+            self._expire(conn, now, skipped)
+            # A row that is not a task is quarantined and the claim goes on to the next one.
+            for _ in range(MAX_QUARANTINED_PER_CLAIM + 1):
+                row = self._take(conn, now, now + lease_s, skipped)
+                if row is None:
+                    return None
+                task = self._claimed(conn, row, now)
+                if task is not None:
+                    return task
+        return None
+
+    def _take_key(self, conn: Any, dedupe_key: str) -> str | None:
+        """The id of the pending task holding ``dedupe_key``; else free the key from its old
+        holder.
+
+        A running task gives its key up: what is submitted while it runs may depend on data it
+        has already read, so it must run again after it (a follow-up), not be folded into it.
+        Submitters of one key queue on its lock, so the key's holder is read once.
+        """
+        m = self.mark
+        self.store.dialect.lock(conn, dedupe_key, DEDUPE_LOCKS)
+        held = conn.execute(
+            f"SELECT task_id, status FROM tasks WHERE dedupe_key = {m}", (dedupe_key,)
+        ).fetchone()
+        if held is None:
+            return None
+        if held[1] == "pending":
+            return str(held[0])
+        conn.execute(f"UPDATE tasks SET dedupe_key = NULL WHERE task_id = {m}", (held[0],))
+        return None
 
     def renew(self, task_id: str, lease_s: float, *, attempt: int | None = None) -> bool:
         check_positive("lease_s", lease_s)
@@ -129,7 +206,7 @@ class SQLTaskQueue:
         check_status(status)
         where, params = self._scope(cube_id, (status,) if status else ())
         if cube_ids is not None:  # filtered in the query, so the LIMIT counts only their tasks
-            among, members = self._among(sorted(set(cube_ids)))
+            among, members = self.store.dialect.among("cube_id", sorted(set(cube_ids)))
             where, params = f"{where} AND {among}", [*params, members]
         sql = (
             f"SELECT {TASK_COLUMNS} FROM tasks WHERE {where} "

@@ -9,21 +9,25 @@ its rows.  Any number of processes may share the database; nothing is cached tha
 process could make stale except term posting counts and BM25's collection statistics, which are
 kept a minute (they only weigh query terms).
 
-Errors leave as ``memstrata.errors`` types: an unreachable server, a missing ``vector``
+Errors leave as ``memstrata.errors`` types (``PostgresDialect``, the engine's words for the
+shared SQL layer ``store/sql/``, maps them): an unreachable server, a missing ``vector``
 extension or a schema newer than this code is one ``StorageError`` line at open.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from memstrata.errors import ConfigurationError, MemstrataError, SchemaTooNew, StorageError
+from memstrata.errors import ConfigurationError, SchemaTooNew, StorageError
 from memstrata.store.postgres import schema
 from memstrata.store.postings import POSTINGS_TTL_S, PostingsCache
+from memstrata.store.sql.database import SQLDatabase
+from memstrata.store.sql.dialect import Dialect
 
 try:
     import psycopg
@@ -47,6 +51,46 @@ CONNECT_TIMEOUT_S = 10.0
 _SESSION = ("SET hnsw.iterative_scan = strict_order", "SET hnsw.ef_search = 200")
 
 
+#: SQLSTATEs of a refusal for want of a lock: lock_not_available, deadlock_detected.
+_LOCKED_STATES = ("55P03", "40P01")
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL's words for the shared statements (see ``Dialect``)."""
+
+    name = "postgresql"
+    mark = "%s"
+    for_update = " FOR UPDATE"  # writers run concurrently: an update locks the row it read
+    no_limit = None
+    position = "strpos"
+    driver_error = psycopg.Error
+
+    def among(self, column: str, values: Sequence[str]) -> tuple[str, Any]:
+        return f"{column} = ANY(%s)", list(values)
+
+    def json_equals(self, column: str, key: str, value: Any) -> tuple[str, list[Any]]:
+        # A missing key is JSON null, as SQLite's ``json_extract(…) IS NULL`` has it.
+        if value is None:
+            return f"coalesce({column}::jsonb -> %s, 'null'::jsonb) = 'null'::jsonb", [key]
+        return f"{column}::jsonb -> %s = %s::jsonb", [key, json.dumps(value)]
+
+    def order(self, descending: bool) -> str:
+        # SQLite puts NULLs first in ascending order: the same here.
+        return "DESC NULLS LAST" if descending else "ASC NULLS FIRST"
+
+    def dicts(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return list(conn.cursor(row_factory=dict_row).execute(sql, params).fetchall())
+
+    def lock(self, conn: Any, key: str, space: int) -> None:
+        conn.execute(f"SELECT pg_advisory_xact_lock(hashtextextended(%s, {int(space)}))", (key,))
+
+    def is_locked(self, exc: BaseException) -> bool:
+        return getattr(exc, "sqlstate", None) in _LOCKED_STATES
+
+
+DIALECT = PostgresDialect()
+
+
 def describe(dsn: str) -> str:
     """``dsn`` without its password: ``postgresql://user@host:port/dbname``."""
     try:
@@ -61,16 +105,18 @@ def describe(dsn: str) -> str:
 
 def first_line(exc: BaseException) -> str:
     """The first line of a driver error (psycopg's messages run over several lines)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return DIALECT.first_line(exc)
 
 
-class PostgresDatabase:
+class PostgresDatabase(SQLDatabase):
     """One PostgreSQL database: its pool, transactions, meta settings and search caches.
 
     Thread-safe; any number of processes may share the database.  The Protocol parts of
-    ``PostgresStore`` are subclasses of this class, so they share one pool.
+    ``PostgresStore`` is this class, its search, and the shared ``SQLStore``, so every call
+    shares one pool.
     """
+
+    dialect = DIALECT
 
     def __init__(
         self,
@@ -188,38 +234,18 @@ class PostgresDatabase:
         if held is not None:
             yield held
             return
-        try:
-            with self._acquire() as conn:
-                if transaction is None:
+        with DIALECT.mapped(doing, self.where), self._acquire() as conn:
+            if transaction is None:
+                yield conn
+                return
+            with conn.transaction():
+                if transaction:
+                    conn.execute(f"SET TRANSACTION {transaction}")
+                self._local.conn = conn
+                try:
                     yield conn
-                    return
-                with conn.transaction():
-                    if transaction:
-                        conn.execute(f"SET TRANSACTION {transaction}")
-                    self._local.conn = conn
-                    try:
-                        yield conn
-                    finally:
-                        self._local.conn = None
-        except MemstrataError:
-            raise
-        except psycopg.Error as exc:
-            raise StorageError(f"{doing} {self.where} failed: {first_line(exc)}") from exc
-
-    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
-        """Every row of one read, as tuples."""
-        with self.connection() as conn:
-            return list(conn.execute(sql, params).fetchall())
-
-    def dict_rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
-        """Every row of one read, as dicts (what ``rows.item_from_dict`` takes)."""
-        with self.connection() as conn:
-            return list(conn.cursor(row_factory=dict_row).execute(sql, params).fetchall())
-
-    def row(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any | None:
-        """The first row of one read (a tuple), or None."""
-        with self.connection() as conn:
-            return conn.execute(sql, params).fetchone()
+                finally:
+                    self._local.conn = None
 
     def close(self) -> None:
         """Close the pool; the store is unusable afterwards."""
@@ -252,19 +278,3 @@ class PostgresDatabase:
             stats = (time.monotonic(), float(count), float(mean or 0.0))
             self._stats = stats
         return stats[1], stats[2]
-
-    # -- meta --------------------------------------------------------------------------------
-
-    def get_meta(self, key: str) -> str | None:
-        """The database-level setting ``key`` (the embedder it was made with, …), or None."""
-        found = self.row("SELECT value FROM meta WHERE key = %s", (key,))
-        return None if found is None else str(found[0])
-
-    def set_meta(self, key: str, value: str) -> None:
-        """Set the database-level setting ``key``."""
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES (%s, %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )

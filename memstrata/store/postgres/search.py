@@ -10,8 +10,9 @@ items the planner walks the width's HNSW index with pgvector's iterative scan (f
 it goes, results in exact distance order), below it scans exactly.  Scores are cosine
 similarities (1 − distance).
 
-The same class serves the live database and a scratch copy of a past state
-(``PostgresHistory.scratch_index``), so both are ranked by one engine.
+``next_turns`` (what a ranking reads back that PostgreSQL reads its own way, with a window) is
+here too.  ``PostgresStore`` serves the live database and a scratch copy of a past state
+(``scratch_index``), so both are ranked by one engine.
 """
 
 from __future__ import annotations
@@ -22,59 +23,46 @@ import numpy as np
 
 from memstrata.filters import Filters
 from memstrata.store.base import Scored, Vectors
-from memstrata.store.postgres.clauses import filter_sql
-from memstrata.store.postgres.items import LIVE, PostgresItems
+from memstrata.store.postgres.connection import DIALECT, PostgresDatabase
 from memstrata.store.postgres.writes import TS_CONFIG, vector_param
-from memstrata.text import cube_prefix, query_terms
+from memstrata.store.sql.clauses import LIVE, filter_sql
+from memstrata.store.sql.search import Keywords, SQLSearch
 
 _K1, _B = 1.2, 0.75
+# Parameters in order: terms, idfs, the tsquery, the cubes, the filters', the mean length, limit.
 _BM25 = f"""
 WITH q AS (
     SELECT t.idf, (SELECT lexeme FROM unnest(to_tsvector('{TS_CONFIG}', t.term)) LIMIT 1) AS lexeme
-    FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS t (term, idf)
+    FROM unnest(%s::text[], %s::float8[]) AS t (term, idf)
 ), m AS (
     SELECT i.id, i.tsv, i.doclen FROM items i
-    WHERE i.tsv @@ to_tsquery('{TS_CONFIG}', %(query)s) AND i.cube_id = ANY(%(cubes)s) AND {{where}}
+    WHERE i.tsv @@ to_tsquery('{TS_CONFIG}', %s) AND i.cube_id = ANY(%s) AND {{where}}
 )
 SELECT m.id, sum(q.idf * u.tf * {_K1 + 1}
-    / (u.tf + {_K1} * ({1 - _B} + {_B} * m.doclen / %(avgdl)s))) AS score
+    / (u.tf + {_K1} * ({1 - _B} + {_B} * m.doclen / %s))) AS score
 FROM m
 CROSS JOIN LATERAL (SELECT lexeme, array_length(positions, 1) AS tf FROM unnest(m.tsv)) AS u
 JOIN q ON q.lexeme = u.lexeme
-GROUP BY m.id ORDER BY score DESC, m.id LIMIT %(limit)s
+GROUP BY m.id ORDER BY score DESC, m.id LIMIT %s
 """
 
 
-class PostgresSearch(PostgresItems):
-    """``SearchIndex`` over the items (``get_items`` and ``next_turns`` are ``PostgresItems``')."""
+class PostgresSearch(PostgresDatabase, SQLSearch):
+    """``SearchIndex`` over the items (``get_items`` is the shared ``SQLItems``')."""
 
-    def keyword_search(
-        self,
-        query: str,
-        cube_ids: Sequence[str],
-        filters: Filters,
-        limit: int,
-        *,
-        max_postings: int | None = None,
-    ) -> list[Scored]:
-        """BM25 over the item text of ``cube_ids`` (their prefixed terms, see ``text``); only
-        the query's rarest terms are kept, up to ``max_postings`` matches (default: the
-        store's ``keyword_max_postings``), always at least one."""
-        prefixes = [cube_prefix(c) for c in dict.fromkeys(cube_ids)]
-        budget = self._max_postings if max_postings is None else max_postings
-        kept = self._rarest_terms(prefixes, query_terms(query), budget)
-        if not kept:
-            return []
+    def _bm25(self, asked: Keywords) -> list[Scored]:
         count, avgdl = self.collection_stats()
-        terms, idfs = [], []
-        for prefixed, postings in kept:
-            terms.append(prefixed)
-            idfs.append(_idf(count, postings))
-        where, params = filter_sql(filters)
-        found = self.rows(_BM25.format(where=where), {
-            "terms": terms, "idfs": idfs, "query": " | ".join(terms), "cubes": list(cube_ids),
-            "avgdl": avgdl or 1.0, "limit": limit, **params,
-        })  # fmt: skip
+        prefixed, idfs = [], []
+        for term in asked.terms:  # each cube's prefixed term that is there, with its idf
+            for p in asked.prefixes:
+                if postings := self._prefixed_postings(p + term):
+                    prefixed.append(p + term)
+                    idfs.append(_idf(count, postings))
+        where, params = filter_sql(DIALECT, asked.filters)
+        found = self.rows(_BM25.format(where=where), [
+            prefixed, idfs, " | ".join(prefixed), list(asked.cube_ids), *params, avgdl or 1.0,
+            asked.limit,
+        ])  # fmt: skip
         return [(r[0], float(r[1])) for r in found]
 
     def vector_index_due(self, cube_id: str) -> bool:
@@ -88,35 +76,31 @@ class PostgresSearch(PostgresItems):
         # One index seek per (cube, name) on items_cube_speaker, stopping at the first live item.
         sql = (
             "SELECT (SELECT speaker FROM items WHERE cube_id = c AND lower(speaker) = lower(n) "
-            "AND status = ANY(%s) LIMIT 1) FROM unnest(%s::text[]) AS c, unnest(%s::text[]) AS n"
+            f"AND status IN ({LIVE}) LIMIT 1) FROM unnest(%s::text[]) AS c, "
+            "unnest(%s::text[]) AS n"
         )
         cubes, wanted = list(dict.fromkeys(cube_ids)), list(dict.fromkeys(names))
         if not cubes or not wanted:
             return set()
-        return {r[0] for r in self.rows(sql, (LIVE, cubes, wanted)) if r[0] is not None}
+        return {r[0] for r in self.rows(sql, (cubes, wanted)) if r[0] is not None}
 
-    def _rarest_terms(
-        self, prefixes: list[str], terms: list[str], budget: int
-    ) -> list[tuple[str, int]]:
-        """The prefixed terms of ``terms`` found in these cubes with their posting counts,
-        rarest query term first, within the postings budget."""
-        counted = []
-        for term in terms:
-            per_cube = [(p + term, self._postings_of(p + term)) for p in prefixes]
-            total = sum(n for _, n in per_cube)
-            if total:
-                counted.append((total, term, [pc for pc in per_cube if pc[1]]))
-        counted.sort(key=lambda c: (c[0], c[1]))
-        kept: list[tuple[str, int]] = []
-        spent = 0
-        for total, _, per_cube in counted:
-            if kept and spent + total > budget:
-                break
-            kept.extend(per_cube)
-            spent += total
-        return kept
+    def next_turns(self, cube_id: str, item_ids: Sequence[str]) -> dict[str, str]:
+        if not item_ids:
+            return {}
+        sql = (
+            "SELECT id, next_id FROM (SELECT i.id, LEAD(i.id) OVER (PARTITION BY i.session_id "
+            "ORDER BY i.event_time, i.id) AS next_id FROM items i WHERE i.cube_id = %s "
+            f"AND i.type = 'turn' AND i.status IN ({LIVE}) AND i.session_id IN "
+            "(SELECT session_id FROM items WHERE id = ANY(%s))) AS w "
+            "WHERE id = ANY(%s) AND next_id IS NOT NULL"
+        )
+        wanted = list(item_ids)
+        return {r[0]: r[1] for r in self.rows(sql, (cube_id, wanted, wanted))}
 
-    def _postings_of(self, prefixed: str) -> int:
+    def _postings_of(self, prefixes: list[str], term: str) -> int:
+        return sum(self._prefixed_postings(p + term) for p in prefixes)
+
+    def _prefixed_postings(self, prefixed: str) -> int:
         """How many items hold ``prefixed`` (remembered a while: see ``PostingsCache``)."""
         key = ((), prefixed)
         count = self._postings.get(key)
@@ -136,17 +120,16 @@ class PostgresSearch(PostgresItems):
         if limit <= 0 or not cube_ids:
             return []
         dim = int(np.asarray(vector).shape[0])
-        where, params = filter_sql(filters)
+        where, params = filter_sql(DIALECT, filters)
         # One expression, ordered by and returned: the distance is computed once per row, and it
         # is the HNSW index's own expression, so the planner can walk the index.
-        distance = f"(i.vector::vector({dim})) <=> %(query)s::real[]::vector({dim})"
+        distance = f"(i.vector::vector({dim})) <=> %s::real[]::vector({dim})"
         sql = (
             f"SELECT i.id, {distance} AS distance FROM items i "
-            f"WHERE i.dim = {dim} AND i.cube_id = ANY(%(cubes)s) AND {where} "
-            "ORDER BY distance LIMIT %(limit)s"
+            f"WHERE i.dim = {dim} AND i.cube_id = ANY(%s) AND {where} "
+            "ORDER BY distance LIMIT %s"
         )
-        found = self.rows(sql, {"query": vector_param(vector), "cubes": list(cube_ids),
-                                "limit": limit, **params})  # fmt: skip
+        found = self.rows(sql, [vector_param(vector), list(cube_ids), *params, limit])
         return [(r[0], 1.0 - float(r[1])) for r in found]
 
 

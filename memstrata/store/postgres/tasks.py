@@ -1,28 +1,19 @@
 """``TaskQueue`` over the ``tasks`` table of a PostgreSQL store (when no Redis is configured).
 
-The semantics of ``memstrata/store/sqlite/tasks.py``; the reads and outcome writes are
-``SQLTaskQueue``'s, shared with it.  What differs is how claims exclude each other: SQLite has one writer, here a claim locks the
-row it takes with ``FOR UPDATE SKIP LOCKED``, so concurrent workers (threads or processes) pass
-over each other's candidates instead of queueing on them, and no two get the same claim.
+Everything but how a claim takes its task is ``SQLTaskQueue``'s (shared with SQLite).  SQLite
+has one writer; here a claim locks the row it takes with ``FOR UPDATE SKIP LOCKED``, so
+concurrent workers (threads or processes) pass over each other's candidates instead of queueing
+on them, and no two get the same claim.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Collection, Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
-from memstrata.model import new_id
+from psycopg.rows import dict_row
+
 from memstrata.store.postgres.connection import PostgresDatabase
-from memstrata.store.queue import (
-    LOST_WORKER,
-    MAX_QUARANTINED_PER_CLAIM,
-    TASK_COLUMNS,
-    Task,
-    check_positive,
-    checked_submit,
-)
+from memstrata.store.queue import LOST_WORKER, TASK_COLUMNS
 from memstrata.store.sqlqueue import SQLTaskQueue
 
 _EXPIRED = "status = 'running' AND run_after <= %(now)s AND lease_until <= %(now)s " \
@@ -53,81 +44,16 @@ class PostgresTaskQueue(SQLTaskQueue):
     """``TaskQueue`` stored in ``store``'s database; thread- and process-safe."""
 
     def __init__(self, store: PostgresDatabase) -> None:
-        self.store = store
+        super().__init__(store)
 
-    def submit(
-        self,
-        kind: str,
-        payload: dict[str, Any],
-        *,
-        cube_id: str | None = None,
-        dedupe_key: str | None = None,
-        max_attempts: int = 5,
-        delay_s: float = 0.0,
-    ) -> str:
-        body = checked_submit(kind, payload, max_attempts, delay_s)
-        now = time.time()
-        with self.store.transaction() as conn:
-            if dedupe_key is not None:
-                # Submitters of one key queue here, so the key's holder is read once.
-                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", (dedupe_key,))
-                held = conn.execute(
-                    "SELECT task_id, status FROM tasks WHERE dedupe_key = %s", (dedupe_key,)
-                ).fetchone()
-                if held is not None and held[1] == "pending":
-                    return str(held[0])
-                if held is not None:  # running or finished: the key goes to the follow-up
-                    conn.execute(
-                        "UPDATE tasks SET dedupe_key = NULL WHERE task_id = %s", (held[0],)
-                    )
-            task_id = new_id()
-            conn.execute(
-                f"INSERT INTO tasks ({TASK_COLUMNS}) VALUES (%s, %s, %s, %s, 'pending', 0, %s, %s, "
-                "NULL, NULL, %s, %s, %s)",
-                (task_id, kind, cube_id, body, max_attempts, now + delay_s, now, now, dedupe_key),
-            )
-        return task_id
+    def _expire(self, conn: Any, now: float, skip: list[str]) -> None:
+        conn.execute(_EXHAUSTED, {"now": now, "skip": skip, "error": LOST_WORKER})
 
-    def claim(self, lease_s: float, *, skip: Collection[str] = ()) -> Task | None:
-        check_positive("lease_s", lease_s)
-        now = time.time()
-        params: dict[str, Any] = {"now": now, "skip": list(skip), "error": LOST_WORKER}
-        with self.store.transaction() as conn:
-            conn.execute(_EXHAUSTED, params)
-            # A row that is not a task is quarantined and the claim goes on to the next one.
-            for _ in range(MAX_QUARANTINED_PER_CLAIM + 1):
-                row = _take(conn, {**params, "lease_until": now + lease_s})
-                if row is None:
-                    return None
-                task = self._claimed(conn, row, now)
-                if task is not None:
-                    return task
+    def _take(self, conn: Any, now: float, lease_until: float, skip: list[str]) -> Any:
+        params = {"now": now, "skip": skip, "lease_until": lease_until}
+        for candidates in _CANDIDATES:
+            found = conn.execute(candidates, params).fetchone()
+            if found is not None:
+                cursor = conn.cursor(row_factory=dict_row)
+                return cursor.execute(_CLAIM, {**params, "task_id": found[0]}).fetchone()
         return None
-
-    mark = "%s"
-
-    def _rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
-        return self.store.dict_rows(sql, params)
-
-    def _transaction(self) -> AbstractContextManager[Any]:
-        return self.store.transaction()
-
-    def _among(self, cube_ids: list[str]) -> tuple[str, Any]:
-        return "cube_id = ANY(%s)", cube_ids
-
-
-def _take(conn: Any, params: dict[str, Any]) -> Any:
-    """Claim the first candidate (expired leases, then due pending tasks) in transaction
-    ``conn``: its row (a dict), or ``None`` when no task is due."""
-    for candidates in _CANDIDATES:
-        found = conn.execute(candidates, params).fetchone()
-        if found is not None:
-            cursor = conn.cursor(row_factory=_dict_row())
-            return cursor.execute(_CLAIM, {**params, "task_id": found[0]}).fetchone()
-    return None
-
-
-def _dict_row() -> Any:
-    from psycopg.rows import dict_row
-
-    return dict_row

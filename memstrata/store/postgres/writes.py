@@ -1,22 +1,24 @@
-"""Row writers shared by every PostgreSQL write path; each runs on the caller's open transaction.
+"""PostgreSQL's own rows of an item, each writer running on the caller's open transaction.
 
-The same jobs as ``memstrata/store/sqlite/writes.py``: an item added, imported or copied into a
-scratch index is laid out one way (its row with a fresh change sequence number, its full-text
-vector and term count, its embedding); a version snapshot; an audit event.
+The shared layer (``store/sql/``) writes what both engines lay out alike; here is what only
+PostgreSQL does: an item's row takes its change sequence number from the ``item_seq`` sequence
+and holds its full text (a ``tsvector`` and its term count) and its embedding (pgvector, with
+its width; each width gets an HNSW index once it is common).  ``PostgresStore``'s hooks call
+these.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from memstrata.model import Cube, MemoryItem, to_epoch
+from memstrata.model import MemoryItem
 from memstrata.store import rows
 from memstrata.store.postgres import schema
+from memstrata.store.sql.erasure import ERASED
 
 #: The text search configuration: Snowball's English stemmer (FTS5's ``porter`` in SQLite).
 #: Terms carry their cube's prefix (``text.index_body``), so none is taken for a stopword.
@@ -28,15 +30,13 @@ _ITEM_INSERT = (
     f"VALUES ({_MARKS}, nextval('item_seq'), to_tsvector('{TS_CONFIG}', %s), %s, %s, %s, "
     "%s::real[]::vector)"
 )
-ITEM_UPDATE = f"UPDATE items SET ({_COLUMNS}, seq) = ({_MARKS}, nextval('item_seq')) WHERE id = %s"
-REINDEX = f"UPDATE items SET tsv = to_tsvector('{TS_CONFIG}', %s), doclen = %s WHERE id = %s"
-VERSION_INSERT = (
-    "INSERT INTO item_versions (item_id, version, snapshot, at, actor, reason) "
-    "VALUES (%s, %s, %s, %s, %s, %s)"
-)
-EVENT_INSERT = (
-    "INSERT INTO events (at, actor, cube_id, item_id, op, before, after, version, reason) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+_ITEM_UPDATE = f"UPDATE items SET ({_COLUMNS}, seq) = ({_MARKS}, nextval('item_seq')) WHERE id = %s"
+_REINDEX = f"UPDATE items SET tsv = to_tsvector('{TS_CONFIG}', %s), doclen = %s WHERE id = %s"
+# An erased item's full text and embedding are columns of its row: they go with its words.
+_ERASE = (
+    f"UPDATE items SET {ERASED}, tsv = NULL, doclen = 0, vector = NULL, dim = NULL, "
+    "embedder = NULL, updated_at = extract(epoch FROM clock_timestamp()), "
+    "seq = nextval('item_seq') WHERE id = ANY(%s)"
 )
 
 
@@ -96,57 +96,34 @@ def ensure_index(conn: Any, dim: int) -> None:
         conn.execute(statement)
 
 
-def insert_cube(conn: Any, cube: Cube) -> bool:
-    """The cube's row (no grant, no event: the caller's); False, writing nothing, when its id is
-    taken (also by a concurrent writer: the caller raises ``AlreadyExists``)."""
-    return bool(
+def rewrite(conn: Any, old: MemoryItem, new: MemoryItem, vector: npt.NDArray[Any] | None) -> None:
+    """Overwrite the item's row with ``new`` (a fresh change sequence number), its full text only
+    when the indexed words changed, its embedding when one is given."""
+    conn.execute(_ITEM_UPDATE, (*rows.item_to_row(new), new.id))
+    if rows.fts_body(new) != rows.fts_body(old):
+        conn.execute(_REINDEX, (*body(new), new.id))
+    if vector is not None:
         conn.execute(
-            f"INSERT INTO cubes ({rows.CUBE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (cube_id) DO NOTHING",
-            (cube.cube_id, cube.name, cube.owner, cube.kind, rows.dumps(cube.settings),
-             cube.embedder, to_epoch(cube.created_at)),
-        ).rowcount
-    )  # fmt: skip
+            "UPDATE items SET vector = %s::real[]::vector WHERE id = %s",
+            (vector_param(vector), new.id),
+        )
 
 
-def version(conn: Any, item: MemoryItem, actor: str | None, reason: str | None) -> None:
-    """A snapshot of ``item`` as its version ``item.version``, written now."""
-    snapshot = rows.dumps(rows.item_to_dict(item))
-    conn.execute(VERSION_INSERT, (item.id, item.version, snapshot, time.time(), actor, reason))
+def tombstone(conn: Any, item_ids: Sequence[str]) -> None:
+    """Blank these items (``ERASED``), full text and embedding with them."""
+    conn.execute(_ERASE, (list(item_ids),))
 
 
-def created(conn: Any, items: Sequence[MemoryItem]) -> None:
-    """New items' first versions and ``create`` events, in two batched statements."""
-    now = time.time()
-    with conn.cursor() as cursor:
-        cursor.executemany(VERSION_INSERT, [
-            (item.id, item.version, rows.dumps(rows.item_to_dict(item)), now, item.user_id, None)
-            for item in items
-        ])  # fmt: skip
-        cursor.executemany(EVENT_INSERT, [
-            (now, item.user_id, item.cube_id, item.id, "create", None,
-             rows.dumps({"tier": item.tier, "type": item.type, "session_id": item.session_id}),
-             1, None)
-            for item in items
-        ])  # fmt: skip
+def cube_vectors(conn: Any, cube_id: str) -> list[tuple[str, str | None, npt.NDArray[Any]]]:
+    """(item id, embedder, vector) of the cube's items with a vector, by id."""
+    found = conn.execute(
+        "SELECT id, embedder, vector::real[] FROM items WHERE cube_id = %s "
+        "AND vector IS NOT NULL ORDER BY id",
+        (cube_id,),
+    ).fetchall()
+    return [(r[0], r[1], np.asarray(r[2], np.float32)) for r in found]
 
 
-def event(
-    conn: Any,
-    actor: str | None,
-    cube_id: str | None,
-    item_id: str | None,
-    op: str,
-    *,
-    before: dict[str, Any] | None = None,
-    after: dict[str, Any] | None = None,
-    version: int | None = None,
-    reason: str | None = None,
-) -> None:
-    """Append one audit event, timed now."""
-    conn.execute(
-        EVENT_INSERT,
-        (time.time(), actor, cube_id, item_id, op,
-         None if before is None else rows.dumps(before),
-         None if after is None else rows.dumps(after), version, reason),
-    )  # fmt: skip
+def drop_cube_rows(conn: Any, cube_id: str) -> None:
+    """Nothing: full text and embedding are columns of the items, and go with them."""
+    del conn, cube_id

@@ -8,20 +8,30 @@ makes a commit durable before a write method returns.
 
 ``path`` is a file name, or a ``file:…?mode=memory&cache=shared`` URI (see ``memory_uri``) for a
 database that lives in this process's memory only and goes with its last connection.
+
+``SQLiteDialect`` is the engine's words for the shared SQL layer (``store/sql/``): ``?`` marks, a
+list of ids as one JSON parameter, no row locks (one writer), index hints, and which driver
+errors mean "locked".  Every read, write and snapshot maps driver errors through it, so none
+leaves the store as ``sqlite3`` error; a file another connection holds locked is a
+``StorageError`` saying so, never ``NotOurDatabase``.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from memstrata.errors import MemstrataError, NotOurDatabase, SchemaTooNew, StorageError
+from memstrata.errors import NotOurDatabase, SchemaTooNew, StorageError
 from memstrata.store.postings import PostingsCache
+from memstrata.store.sql.database import SQLDatabase
+from memstrata.store.sql.dialect import Dialect
 from memstrata.store.sqlite import schema
 from memstrata.store.sqlite.vectors import VectorCache
 
@@ -42,6 +52,61 @@ READER_CACHED_STATEMENTS = 32
 READER_CACHE_KIB = 128
 
 
+#: SQLite's result codes (the low byte of an extended code) that mean another connection holds
+#: the lock asked for: SQLITE_BUSY and SQLITE_LOCKED.
+_LOCKED_CODES = (5, 6)
+
+
+class SQLiteDialect(Dialect):
+    """SQLite's words for the shared statements (see ``Dialect``)."""
+
+    name = "sqlite"
+    mark = "?"
+    for_update = ""  # one writer: a write transaction already excludes every other
+    no_limit = -1
+    position = "instr"
+    driver_error = sqlite3.Error
+
+    def among(self, column: str, values: Sequence[str]) -> tuple[str, Any]:
+        # ``IN (?, ?, …)`` would be a new statement for every length of the list, each prepared
+        # and cached (about 27 KiB) by every thread's reader: one JSON parameter instead.
+        return f"{column} IN (SELECT value FROM json_each(?))", json.dumps(list(values))
+
+    def json_equals(self, column: str, key: str, value: Any) -> tuple[str, list[Any]]:
+        # ``json_extract`` reads ``true`` as 1, so the JSON type is compared too (a boolean only
+        # equals a boolean, a number a number, a string a string).
+        path = f'$."{key}"'
+        if value is None:
+            return f"json_extract({column}, ?) IS NULL", [path]
+        if isinstance(value, bool):
+            kinds = "'true'" if value else "'false'"
+        elif isinstance(value, int | float):
+            kinds = "'integer', 'real'"
+        else:
+            kinds = "'text'"
+        clause = f"(json_type({column}, ?) IN ({kinds}) AND json_extract({column}, ?) IS ?)"
+        return clause, [path, path, value]
+
+    def indexed_by(self, index: str) -> str:
+        return f" INDEXED BY {index}"
+
+    def dicts(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return list(conn.execute(sql, params).fetchall())  # sqlite3.Row: by name and position
+
+    def executemany(self, conn: Any, sql: str, params: Sequence[Sequence[Any]]) -> None:
+        if params:
+            conn.executemany(sql, params)
+
+    def is_locked(self, exc: BaseException) -> bool:
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is not None:
+            return bool(code & 0xFF in _LOCKED_CODES)
+        return "locked" in str(exc) or "busy" in str(exc)
+
+
+DIALECT = SQLiteDialect()
+
+
 def memory_uri() -> str:
     """A fresh URI naming a private in-memory database (shared by the connections that open it).
 
@@ -51,12 +116,14 @@ def memory_uri() -> str:
     return f"file:memstrata-scratch-{uuid.uuid4().hex}?mode=memory&cache=shared"
 
 
-class SQLiteDatabase:
+class SQLiteDatabase(SQLDatabase):
     """One SQLite database: its writer, per-thread readers, file settings and search caches.
 
-    Thread-safe; safe to share a file between processes.  The Protocol parts of ``SQLiteStore``
-    (users, cubes, items, …) are subclasses of this class, so they share one set of connections.
+    Thread-safe; safe to share a file between processes.  ``SQLiteStore`` is this class, its
+    search, and the shared ``SQLStore``, so every call shares one set of connections.
     """
+
+    dialect = DIALECT
 
     def __init__(
         self,
@@ -77,6 +144,7 @@ class SQLiteDatabase:
         Raises ``NotOurDatabase``, ``SchemaTooNew`` or ``StorageError``.
         """
         self.path = str(path)
+        self.where = self.path
         self._foreign_keys = foreign_keys
         self._in_memory = self.path == ":memory:" or (
             self.path.startswith("file:") and "mode=memory" in self.path
@@ -135,10 +203,21 @@ class SQLiteDatabase:
             n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             conn.close()
+            if DIALECT.is_locked(exc):  # ours or not, it cannot be read now: say so
+                raise DIALECT.storage_error("opening", self.path, exc) from exc
             raise NotOurDatabase(self.path, f"not an SQLite database: {exc}") from exc
         if app_id != schema.APPLICATION_ID and n_tables:
             conn.close()
             raise NotOurDatabase(self.path, "it holds another application's tables")
+        try:
+            with DIALECT.mapped("opening", self.path):
+                self._settle(conn)
+        except BaseException:
+            conn.close()
+            raise
+
+    def _settle(self, conn: sqlite3.Connection) -> None:
+        """The connection's settings, then the schema checked and migrated forward."""
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         conn.execute(f"PRAGMA foreign_keys = {'ON' if self._foreign_keys else 'OFF'}")
@@ -146,7 +225,6 @@ class SQLiteDatabase:
         conn.execute("PRAGMA secure_delete = ON")
         found = schema.current_version(conn)
         if found > schema.LATEST:
-            conn.close()
             raise SchemaTooNew(self.path, found, schema.LATEST)
         if found < schema.LATEST:
             with self.transaction() as tx:
@@ -169,6 +247,12 @@ class SQLiteDatabase:
         return conn
 
     @contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        """This thread's read connection (see ``reader``); driver errors become ``StorageError``."""
+        with DIALECT.mapped("reading", self.path):
+            yield self.reader()
+
+    @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (nested uses join the outer one); commits before returning."""
         with self._lock:
@@ -183,19 +267,16 @@ class SQLiteDatabase:
             self._depth = 1
             self._writing_thread = threading.get_ident()
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield conn
-                except BaseException:
-                    # After SQLITE_FULL, IOERR or NOMEM SQLite has rolled back already.
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-            except MemstrataError:
-                raise
-            except sqlite3.Error as exc:
-                raise StorageError(f"write to {self.path} failed: {exc}") from exc
+                with DIALECT.mapped("write to", self.path):
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        yield conn
+                    except BaseException:
+                        # After SQLITE_FULL, IOERR or NOMEM SQLite has rolled back already.
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                        raise
+                    conn.execute("COMMIT")
             finally:
                 self._depth = 0
                 self._writing_thread = None
@@ -208,21 +289,19 @@ class SQLiteDatabase:
         if conn.in_transaction:  # the writer, inside a write transaction: already consistent
             yield conn
             return
-        try:
+        with DIALECT.mapped("reading", self.path):
             conn.execute("BEGIN")
             try:
                 yield conn
             finally:
                 conn.execute("ROLLBACK")
-        except sqlite3.Error as exc:
-            raise StorageError(f"reading {self.path} failed: {exc}") from exc
 
     def close(self) -> None:
         """Close every connection (the readers of all threads too); the store is unusable after.
 
         A write transaction in progress in another thread (a background task that ``close`` of
         the scheduler gave up on) is let finish first; that thread's next call then fails with
-        ``StorageError`` or ``sqlite3.ProgrammingError`` ("closed database").
+        ``StorageError`` ("closed database").
         """
         with self._lock, self._readers_lock:
             for conn in [*self._readers.values(), self._writer]:
@@ -235,15 +314,3 @@ class SQLiteDatabase:
         for cube_id in cube_ids:
             self._vectors.forget(cube_id, drop_index=True)
         self._postings.clear()
-
-    # -- meta --------------------------------------------------------------------------------
-
-    def get_meta(self, key: str) -> str | None:
-        """The file-level setting ``key`` (the embedder a file was made with, …), or None."""
-        row = self.reader().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def set_meta(self, key: str, value: str) -> None:
-        """Set the file-level setting ``key``."""
-        with self.transaction() as conn:
-            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))

@@ -1,6 +1,7 @@
-"""``SearchIndex``: the keyword (FTS5 BM25) and dense (exact cosine) channels.
+"""``SearchIndex``: the keyword (FTS5 BM25) and dense (exact cosine) channels, and what a
+ranking reads back of the items that only SQLite reads its way (``next_turns``).
 
-The same class serves the live database and the scratch copies ``HistoryStore.scratch_index``
+``SQLiteStore`` serves the live database and the scratch copies ``HistoryStore.scratch_index``
 makes of a past state, so both are ranked by one engine.
 """
 
@@ -11,54 +12,36 @@ from typing import Any
 
 from memstrata.filters import Filters
 from memstrata.store.base import Scored, Vectors
-from memstrata.store.sqlite import clauses
-from memstrata.store.sqlite.items import LIVE, SQLiteItems
-from memstrata.text import any_of, cube_prefix, query_terms
+from memstrata.store.sql.clauses import LIVE, filter_sql
+from memstrata.store.sql.search import Keywords, SQLSearch
+from memstrata.store.sqlite.connection import DIALECT, SQLiteDatabase
+from memstrata.text import any_of
 
 #: Rows added to a cube (by one process) between looks at whether its index is due, and rows
 #: past the index's watermark that make an extension worth a background task.
 INDEX_STEP = 2000
 
 
-class SQLiteSearch(SQLiteItems):
-    """``SearchIndex`` over the items (``get_items`` and ``next_turns`` are ``SQLiteItems``')."""
+class SQLiteSearch(SQLiteDatabase, SQLSearch):
+    """``SearchIndex`` over the items (``get_items`` is the shared ``SQLItems``')."""
 
-    def keyword_search(
-        self,
-        query: str,
-        cube_ids: Sequence[str],
-        filters: Filters,
-        limit: int,
-        *,
-        max_postings: int | None = None,
-    ) -> list[Scored]:
-        """BM25 over the item text of ``cube_ids`` (their prefixed terms, see ``text``).
-
-        Cost grows with the postings a query touches, so only the query's rarest terms are
-        kept, up to ``max_postings`` (default: the store's ``keyword_max_postings``) matches in
-        these cubes (always at least one term): the common terms dropped carry the least BM25
-        weight, and the dense channel still sees the whole query.
-        """
-        prefixes = [cube_prefix(c) for c in dict.fromkeys(cube_ids)]
-        budget = self._max_postings if max_postings is None else max_postings
-        terms = self._rarest_terms(prefixes, query_terms(query), budget)
-        if not terms:
-            return []
-        expression = f"body : {any_of([p + t for p in prefixes for t in terms])}"
-        where, params = clauses.filter_sql(filters)
+    def _bm25(self, asked: Keywords) -> list[Scored]:
+        terms, cube_ids, limit = asked.terms, asked.cube_ids, asked.limit
+        expression = f"body : {any_of([p + t for p in asked.prefixes for t in terms])}"
+        where, params = filter_sql(DIALECT, asked.filters)
         sql = (
             "SELECT i.id, f.score FROM (SELECT rowid, bm25(items_fts, 1.0, 0.0) AS score "
             "FROM items_fts WHERE items_fts MATCH ? ORDER BY score LIMIT ?) AS f "
-            f"JOIN items i ON i.rid = f.rowid WHERE i.cube_id IN ({', '.join('?' * len(cube_ids))}) "
+            f"JOIN items i ON i.rid = f.rowid WHERE i.cube_id IN ({DIALECT.marks(len(cube_ids))}) "
             f"AND {where} ORDER BY f.score LIMIT ?"
         )
-        conn = self.reader()
         # Rank in the index first and filter a few times ``limit`` rows; only when filters
-        # reject too many is every match joined and filtered.
+        # reject too many is every match joined and filtered.  FTS5's bm25 is negated (lower
+        # is better): turned round here.
         args = [*cube_ids, *params, limit]
-        found = conn.execute(sql, [expression, 4 * limit, *args]).fetchall()
+        found = self.rows(sql, [expression, 4 * limit, *args])
         if len(found) < limit:
-            found = conn.execute(sql, [expression, -1, *args]).fetchall()
+            found = self.rows(sql, [expression, -1, *args])
         return [(r[0], -float(r[1])) for r in found]
 
     def named_speakers(self, cube_ids: Sequence[str], names: Sequence[str]) -> set[str]:
@@ -68,41 +51,40 @@ class SQLiteSearch(SQLiteItems):
             "SELECT speaker FROM items WHERE cube_id = ? AND speaker = ? COLLATE NOCASE "
             f"AND status IN ({LIVE}) LIMIT 1"
         )
-        conn = self.reader()
         found = set()
-        for cube_id in dict.fromkeys(cube_ids):
-            for name in dict.fromkeys(names):
-                row = conn.execute(sql, (cube_id, name)).fetchone()
-                if row is not None:
-                    found.add(row[0])
+        with self.connection() as conn:
+            for cube_id in dict.fromkeys(cube_ids):
+                for name in dict.fromkeys(names):
+                    row = conn.execute(sql, (cube_id, name)).fetchone()
+                    if row is not None:
+                        found.add(row[0])
         return found
 
-    def _postings_of(self, prefixes: list[str], term: str) -> int:
-        """How many items of these cubes hold ``term`` (remembered a while: see ``PostingsCache``).
+    def next_turns(self, cube_id: str, item_ids: Sequence[str]) -> dict[str, str]:
+        if not item_ids:
+            return {}
+        among, param = DIALECT.among("h.id", item_ids)
+        # One seek per turn on items_cube_session_time: the first live turn of its session
+        # after it, in (event_time, id) order.
+        sql = (
+            "SELECT h.id, (SELECT n.id FROM items n WHERE n.cube_id = h.cube_id "
+            "AND n.session_id = h.session_id AND n.event_time >= h.event_time "
+            "AND (n.event_time > h.event_time OR n.id > h.id) "
+            f"AND n.type = 'turn' AND n.status IN ({LIVE}) ORDER BY n.event_time, n.id LIMIT 1) "
+            f"FROM items h WHERE {among} AND +h.cube_id = ? AND h.type = 'turn' "
+            f"AND h.status IN ({LIVE})"
+        )
+        return {r[0]: r[1] for r in self.rows(sql, [param, cube_id]) if r[1] is not None}
 
-        Remembering the count saves a query per term on every search.
-        """
+    def _postings_of(self, prefixes: list[str], term: str) -> int:
         key = (tuple(prefixes), term)
         count = self._postings.get(key)
         if count is None:
             sql = "SELECT count(*) FROM items_fts WHERE items_fts MATCH ?"
             expression = f"body : {any_of([p + term for p in prefixes])}"
-            count = int(self.reader().execute(sql, (expression,)).fetchone()[0])
+            count = int(self.rows(sql, (expression,))[0][0])
             self._postings.put(key, count)
         return count
-
-    def _rarest_terms(self, prefixes: list[str], terms: list[str], budget: int) -> list[str]:
-        """``terms`` found in these cubes, rarest first, within the postings budget."""
-        counted = [(count, term) for term in terms if (count := self._postings_of(prefixes, term))]
-        counted.sort()
-        kept: list[str] = []
-        total = 0
-        for count, term in counted:
-            if kept and total + count > budget:
-                break
-            kept.append(term)
-            total += count
-        return kept
 
     def vector_search(
         self, vector: Vectors, cube_ids: Sequence[str], filters: Filters, limit: int
@@ -130,14 +112,10 @@ class SQLiteSearch(SQLiteItems):
         self._added_since[cube_id] = 0
         watermark = self._vectors.watermark(cube_id)
         need = minimum if watermark is None else INDEX_STEP
-        (count,) = (
-            self.reader()
-            .execute(
-                "SELECT count(*) FROM (SELECT 1 FROM items WHERE cube_id = ? AND seq > ? LIMIT ?)",
-                (cube_id, watermark or 0, need),
-            )
-            .fetchone()
-        )
+        (count,) = self.rows(
+            "SELECT count(*) FROM (SELECT 1 FROM items WHERE cube_id = ? AND seq > ? LIMIT ?)",
+            (cube_id, watermark or 0, need),
+        )[0]
         return bool(count >= need)
 
     def build_vector_index(self, cube_id: str) -> int:
@@ -146,18 +124,19 @@ class SQLiteSearch(SQLiteItems):
 
     def _changed_rows(self, cube_id: str, since_seq: int) -> Iterator[tuple[Any, ...]]:
         """The mirror's rows (``vectors.Row``) of items changed after ``since_seq``, by seq."""
-        cursor = self.reader().execute(
-            "SELECT i.id, i.rid, i.seq, i.status, i.tier, i.type, i.session_id, i.event_time, v.vector "
-            "FROM items i LEFT JOIN vectors v ON v.rid = i.rid "
-            "WHERE i.cube_id = ? AND i.seq > ? ORDER BY i.seq",
-            (cube_id, since_seq),
-        )
-        while batch := cursor.fetchmany(4096):
-            yield from (tuple(r) for r in batch)
+        with self.connection() as conn:
+            cursor = conn.execute(
+                "SELECT i.id, i.rid, i.seq, i.status, i.tier, i.type, i.session_id, i.event_time, "
+                "v.vector FROM items i LEFT JOIN vectors v ON v.rid = i.rid "
+                "WHERE i.cube_id = ? AND i.seq > ? ORDER BY i.seq",
+                (cube_id, since_seq),
+            )
+            while batch := cursor.fetchmany(4096):
+                yield from (tuple(r) for r in batch)
 
     def _metadata_matches(self, cube_id: str, filters: Filters) -> list[str]:
         """Ids of the cube's items passing the metadata filters (checked in SQL, not the mirror)."""
         only = Filters(statuses=filters.statuses, metadata=filters.metadata)
-        where, params = clauses.filter_sql(only)
+        where, params = filter_sql(DIALECT, only)
         sql = f"SELECT i.id FROM items i WHERE i.cube_id = ? AND {where}"
-        return [r[0] for r in self.reader().execute(sql, [cube_id, *params])]
+        return [r[0] for r in self.rows(sql, [cube_id, *params])]

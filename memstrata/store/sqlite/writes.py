@@ -1,8 +1,9 @@
-"""Row writers shared by every write path; each runs on the caller's open write transaction.
+"""SQLite's own rows of an item, each writer running on the caller's open write transaction.
 
-One function per kind of row, so that an item added by ``add_items``, imported from a MemCube or
-copied into a scratch index is laid out the same way: its row with a fresh change sequence
-number, its full-text row, and its vector.
+The shared layer (``store/sql/``) writes what both engines lay out alike; here is what only
+SQLite does: an item's row takes its change sequence number from the ``counters`` table, its
+full text is a row of ``items_fts`` (``rowid`` = the item's ``rid``) and its vector a row of
+``vectors`` (float32 bytes).  ``SQLiteStore``'s hooks call these.
 """
 
 from __future__ import annotations
@@ -15,24 +16,21 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memstrata.model import Cube, MemoryItem, to_epoch
+from memstrata.errors import StorageError
+from memstrata.model import MemoryItem
 from memstrata.store import rows
+from memstrata.store.sql.erasure import ERASED
+from memstrata.store.sqlite.connection import DIALECT
 
 _ITEM_INSERT = (
     f"INSERT INTO items ({', '.join(rows.ITEM_COLUMNS)}, seq) "
-    f"VALUES ({', '.join('?' * len(rows.ITEM_COLUMNS))}, ?)"
+    f"VALUES ({DIALECT.marks(len(rows.ITEM_COLUMNS))}, ?)"
 )
-ITEM_UPDATE = (
+_ITEM_UPDATE = (
     f"UPDATE items SET {', '.join(c + ' = ?' for c in rows.ITEM_COLUMNS)}, seq = ? WHERE rid = ?"
 )
-VERSION_INSERT = (
-    "INSERT INTO item_versions (item_id, version, snapshot, at, actor, reason) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
-)
-EVENT_INSERT = (
-    "INSERT INTO events (at, actor, cube_id, item_id, op, before, after, version, reason) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
+_ERASE = f"UPDATE items SET {ERASED}, updated_at = ?, seq = ? WHERE rid = ?"
+_OPTIMIZE = "INSERT INTO items_fts (items_fts) VALUES ('optimize')"
 
 
 def next_seq(conn: sqlite3.Connection, count: int) -> int:
@@ -53,10 +51,8 @@ def insert_items(
     vectors: Sequence[npt.NDArray[Any] | None],
     embedder: str | None,
 ) -> None:
-    """Store new items: each row (with a fresh change sequence number), its full-text row and its
-    vector (``None``: the item has none), recorded as ``embedder``'s.  Versions and events are the
-    caller's: a new item has a first version, an imported one brings its own.
-    """
+    """Each item's row (with a fresh change sequence number), its full-text row and its vector
+    (``None``: the item has none), recorded as ``embedder``'s."""
     last = next_seq(conn, len(items))
     first = last - len(items) + 1
     for seq, item, vector in zip(range(first, last + 1), items, vectors, strict=True):
@@ -77,39 +73,58 @@ def index(conn: sqlite3.Connection, rid: int | None, item: MemoryItem) -> None:
     )
 
 
-def insert_cube(conn: sqlite3.Connection, cube: Cube) -> None:
-    """The cube's row (no grant, no event: the caller's)."""
-    conn.execute(
-        f"INSERT INTO cubes ({rows.CUBE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (cube.cube_id, cube.name, cube.owner, cube.kind, rows.dumps(cube.settings),
-         cube.embedder, to_epoch(cube.created_at)),
-    )  # fmt: skip
-
-
-def version(
-    conn: sqlite3.Connection, item: MemoryItem, actor: str | None, reason: str | None
+def rewrite(
+    conn: sqlite3.Connection, old: MemoryItem, new: MemoryItem, vector: npt.NDArray[Any] | None
 ) -> None:
-    """A snapshot of ``item`` as its version ``item.version``, written now."""
-    snapshot = rows.dumps(rows.item_to_dict(item))
-    conn.execute(VERSION_INSERT, (item.id, item.version, snapshot, time.time(), actor, reason))
+    """Overwrite the item's row with ``new`` (a fresh change sequence number), re-indexing its
+    words only when they changed, and its vector when one is given."""
+    rid = conn.execute("SELECT rid FROM items WHERE id = ?", (old.id,)).fetchone()[0]
+    conn.execute(_ITEM_UPDATE, (*rows.item_to_row(new), next_seq(conn, 1), rid))
+    if rows.fts_body(new) != rows.fts_body(old):
+        conn.execute("DELETE FROM items_fts WHERE rowid = ?", (rid,))
+        index(conn, rid, new)
+    if vector is not None:
+        conn.execute(
+            "UPDATE vectors SET vector = ? WHERE rid = ?",
+            (np.asarray(vector, np.float32).tobytes(), rid),
+        )
 
 
-def event(
-    conn: sqlite3.Connection,
-    actor: str | None,
-    cube_id: str | None,
-    item_id: str | None,
-    op: str,
-    *,
-    before: dict[str, Any] | None = None,
-    after: dict[str, Any] | None = None,
-    version: int | None = None,
-    reason: str | None = None,
-) -> None:
-    """Append one audit event, timed now."""
-    conn.execute(
-        EVENT_INSERT,
-        (time.time(), actor, cube_id, item_id, op,
-         None if before is None else rows.dumps(before),
-         None if after is None else rows.dumps(after), version, reason),
-    )  # fmt: skip
+def tombstone(conn: sqlite3.Connection, item_ids: Sequence[str]) -> None:
+    """Blank these items (``ERASED``), each with a fresh change sequence number, drop their
+    full-text and vector rows, and optimise the full-text index so no old segment keeps the
+    words."""
+    among, param = DIALECT.among("id", item_ids)
+    rids = [r[0] for r in conn.execute(f"SELECT rid FROM items WHERE {among}", (param,))]
+    in_rids = "IN (SELECT value FROM json_each(?))"
+    conn.execute(f"DELETE FROM items_fts WHERE rowid {in_rids}", (rows.dumps(rids),))
+    conn.execute(f"DELETE FROM vectors WHERE rid {in_rids}", (rows.dumps(rids),))
+    seq = next_seq(conn, len(rids))
+    now = time.time()
+    conn.executemany(_ERASE, [(now, seq - n, rid) for n, rid in enumerate(rids)])
+    conn.execute(_OPTIMIZE)
+
+
+def drop_cube_rows(conn: sqlite3.Connection, cube_id: str) -> None:
+    """Drop the full-text and vector rows of the cube's items, and optimise the full text."""
+    in_cube = "SELECT rid FROM items WHERE cube_id = ?"
+    conn.execute(f"DELETE FROM items_fts WHERE rowid IN ({in_cube})", (cube_id,))
+    conn.execute(f"DELETE FROM vectors WHERE rid IN ({in_cube})", (cube_id,))
+    conn.execute(_OPTIMIZE)
+
+
+def cube_vectors(
+    conn: sqlite3.Connection, cube_id: str
+) -> list[tuple[str, str | None, npt.NDArray[Any]]]:
+    """(item id, embedder, vector) of the cube's items with a vector, by id."""
+    found = conn.execute(
+        "SELECT i.id, v.embedder, v.vector FROM items i JOIN vectors v ON v.rid = i.rid "
+        "WHERE i.cube_id = ? ORDER BY i.id",
+        (cube_id,),
+    )
+    out = []
+    for item_id, embedder, blob in found:
+        if len(blob) % 4:
+            raise StorageError(f"cube {cube_id!r} holds a vector of {len(blob)} bytes")
+        out.append((item_id, embedder, np.frombuffer(blob, dtype=np.float32)))
+    return out
