@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import click
-import pytest
 from mcp.server.mcpserver import MCPServer
 
 from memstrata import MemoryOS
@@ -33,13 +32,8 @@ def test_every_setting_is_documented() -> None:
     assert missing == []
 
 
-def test_the_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
-    (code,) = re.findall(r"```python\n(.*?)```", readme, re.S)
-    monkeypatch.chdir(tmp_path)  # the example writes memory.db in the working directory
-    for _ in range(2):  # a new user runs it again: it must work the second time too
-        exec(compile(code, "README.md", "exec"), {})
-    assert (tmp_path / "memory.db").exists()
+# The README's examples (and every other shell and Python block of the docs) are run, the
+# README's twice, by tests/test_doc_blocks.py.
 
 
 # -- the command line --------------------------------------------------------------------------

@@ -23,10 +23,17 @@ def cubes() -> None:
 @click.option("--owner", required=True, metavar="USER", help="Owning user (gets admin).")
 @click.option("--cube-id", metavar="ID", help="Id of the new cube  [default: generated]")
 @click.option("--kind", type=click.Choice(CUBE_KINDS), default="user", show_default=True)
+@click.option(
+    "--exist-ok",
+    is_flag=True,
+    help="Print OWNER's cube of that id (or, without --cube-id, of that name) if there is one.",
+)
 @with_memory
-def cubes_create(memory: MemoryOS, name: str, owner: str, cube_id: str | None, kind: str) -> None:
+def cubes_create(
+    memory: MemoryOS, name: str, owner: str, cube_id: str | None, kind: str, exist_ok: bool
+) -> None:
     """Create a cube called NAME."""
-    cube = memory.create_cube(name, owner=owner, cube_id=cube_id, kind=kind)
+    cube = memory.create_cube(name, owner=owner, cube_id=cube_id, kind=kind, exist_ok=exist_ok)
     emit(cube, render.table([render.cube_row(cube)]))
 
 

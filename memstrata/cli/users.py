@@ -19,10 +19,15 @@ def users() -> None:
 @click.argument("user_id")
 @click.option("--name", help="Display name.")
 @click.option("--role", type=click.Choice(ROLES), default="user", show_default=True)
+@click.option(
+    "--exist-ok", is_flag=True, help="A taken USER_ID is no error: that user is printed as stored."
+)
 @with_memory
-def users_create(memory: MemoryOS, user_id: str, name: str | None, role: str) -> None:
+def users_create(
+    memory: MemoryOS, user_id: str, name: str | None, role: str, exist_ok: bool
+) -> None:
     """Create the user USER_ID."""
-    user = memory.create_user(user_id, name=name, role=role)
+    user = memory.create_user(user_id, name=name, role=role, exist_ok=exist_ok)
     emit(user, render.table([render.user_row(user)]))
 
 

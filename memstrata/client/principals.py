@@ -61,10 +61,37 @@ class Principals:
         cube_id: str | None = None,
         kind: str = "user",
         settings: Mapping[str, Any] | None = None,
+        exist_ok: bool = False,
     ) -> Exchange[Cube]:
-        """Create a cube owned by the caller (tier ``settings``: defaults fill the rest)."""
+        """Create a cube owned by the caller (tier ``settings``: defaults fill the rest).
+
+        A taken ``cube_id`` is ``AlreadyExists``, unless ``exist_ok``: then the caller's own cube
+        of that id is returned (a cube of another owner, even one shared with the caller, is
+        still ``AlreadyExists``), as ``MemoryOS.create_cube`` does.  With ``exist_ok`` and no
+        ``cube_id``, the caller's oldest cube called ``name`` is returned when there is one; so
+        a script run twice gets the same cube, not a second one of that name.
+        """
+        if exist_ok:
+            found = yield from self._owned(name, cube_id)
+            if found is not None:
+                return found
         body = {"name": name, "cube_id": cube_id, "kind": kind, "settings": settings}
         return load_as(Cube, (yield from self._http.json("POST", "/mem_cubes", body=body)))
+
+    def _owned(self, name: str, cube_id: str | None) -> Exchange[Cube | None]:
+        """The caller's cube ``cube_id`` (or, without one, its oldest called ``name``), or None.
+
+        Two reads (who the caller is, the cubes it may read, oldest first) and no write: the
+        server decides nothing new, and a cube the caller cannot read is not found here, so the
+        create that follows answers for it exactly as it would without ``exist_ok``.
+        """
+        caller = yield from self.me()
+        for cube in (yield from self.list_cubes()):
+            if cube.owner != caller.user_id:
+                continue
+            if cube.cube_id == cube_id if cube_id is not None else cube.name == name:
+                return cube
+        return None
 
     def list_cubes(self) -> Exchange[list[Cube]]:
         """The cubes the caller may read (owned or shared), oldest first."""

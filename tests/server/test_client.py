@@ -623,3 +623,21 @@ def test_no_server_is_server_unreachable() -> None:
     ):
         client.health()
     assert raised.value.status == 503
+
+
+def test_create_cube_exist_ok_is_a_get_or_create_of_the_callers_own_cube(
+    new_user: Callable[..., Account], connect: Callable[[str | None], Client]
+) -> None:
+    """Issue 28 §4: docs/rest.md's example run twice made a second cube called "notes"; with
+    ``exist_ok`` the client returns the caller's cube (by id, or the oldest by name) and, like
+    ``MemoryOS.create_cube``, never hands out another owner's cube, even a shared one."""
+    ann, bob = connect(new_user("ann").key), connect(new_user("bob").key)
+    first = ann.create_cube("notes", exist_ok=True)
+    assert ann.create_cube("notes", exist_ok=True) == first
+    assert [c.name for c in ann.list_cubes()] == ["notes"]
+    by_id = ann.create_cube("trips", cube_id=f"trips-{first.owner}", exist_ok=True)
+    assert ann.create_cube("other name", cube_id=by_id.cube_id, exist_ok=True) == by_id
+    ann.grant(by_id.cube_id, bob.me().user_id, "read")
+    with pytest.raises(ConflictError):
+        bob.create_cube("trips", cube_id=by_id.cube_id, exist_ok=True)
+    assert bob.create_cube("notes", exist_ok=True).owner == bob.me().user_id
