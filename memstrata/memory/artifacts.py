@@ -25,7 +25,7 @@ from typing import Any
 
 from memstrata.memcube import Artifact
 from memstrata.memory import media
-from memstrata.store.base import Store
+from memstrata.store.base import ArtifactStore
 
 log = logging.getLogger(__name__)
 
@@ -36,14 +36,14 @@ PURPOSE = "memstrata-artifact/1"
 
 
 def keep_only(
-    store: Store, cube_id: str, existing: Sequence[Artifact], kept: Artifact | None
+    store: ArtifactStore, cube_id: str, existing: Sequence[Artifact], kept: Artifact | None
 ) -> None:
     """Delete the ``existing`` artifacts of ``cube_id`` but ``kept`` (all of them when None)."""
     stale = [a.artifact_id for a in existing if kept is None or a.artifact_id != kept.artifact_id]
     store.delete_artifacts(cube_id, stale)
 
 
-def forget(store: Store, cube_ids: Sequence[str]) -> None:
+def forget(store: media.MediaStore, cube_ids: Sequence[str]) -> None:
     """Delete what these cubes computed from their items (every artifact but images), files
     included, and their images no item names any more."""
     for cube_id in cube_ids:
@@ -56,7 +56,7 @@ class Seal:
     """Stores the artifacts this server makes sealed, and opens only sealed ones (see the module
     docstring).  The key is read from the store once, on first use.  Thread-safe."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: ArtifactStore) -> None:
         self.store = store
         self._key: bytes | None = None
 

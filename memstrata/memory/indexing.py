@@ -8,14 +8,20 @@ not cover yet (``memstrata.store.sqlite.ann``).
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from memstrata.scheduler import Scheduler, Task
-from memstrata.store.base import Store
+from memstrata.store.base import CubeStore, SearchIndex
+
+
+class IndexedStore(CubeStore, SearchIndex, Protocol):
+    """What the index task uses: whether a cube still exists, and the index calls."""
 
 
 class IndexTasks:
     """Registers ``index_vectors`` on a scheduler and queues it when a cube's index is due."""
 
-    def __init__(self, store: Store, scheduler: Scheduler) -> None:
+    def __init__(self, store: IndexedStore, scheduler: Scheduler) -> None:
         self.store = store
         self.scheduler = scheduler
         scheduler.register("index_vectors", self._index)

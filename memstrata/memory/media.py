@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from memstrata.errors import ItemNotFound
 from memstrata.filters import Filters
@@ -29,7 +29,12 @@ from memstrata.memcube import Artifact
 from memstrata.model import STATUSES, MemoryItem, new_id
 from memstrata.reader.messages import Message
 from memstrata.reader.parts import ImagePart
-from memstrata.store.base import Store
+from memstrata.store.base import ArtifactStore, ItemStore
+
+
+class MediaStore(ItemStore, ArtifactStore, Protocol):
+    """What an image's bookkeeping uses: the items that name images, and the artifacts."""
+
 
 #: The artifact kind of an image.
 KIND = "image"
@@ -76,7 +81,7 @@ def _described(part: ImagePart) -> dict[str, Any]:
     }
 
 
-def store_images(store: Store, images: Sequence[Image]) -> list[Artifact]:
+def store_images(store: ArtifactStore, images: Sequence[Image]) -> list[Artifact]:
     """Write the artifacts of ``images`` (those sent as data); the caller removes them with
     ``drop`` if the items cannot be written after."""
     kept: list[Artifact] = []
@@ -94,13 +99,13 @@ def store_images(store: Store, images: Sequence[Image]) -> list[Artifact]:
     return kept
 
 
-def drop(store: Store, cube_id: str, artifacts: Sequence[Artifact]) -> None:
+def drop(store: ArtifactStore, cube_id: str, artifacts: Sequence[Artifact]) -> None:
     """Delete these artifacts of ``cube_id`` (an ``add`` that failed after writing them)."""
     if artifacts:
         store.delete_artifacts(cube_id, [a.artifact_id for a in artifacts])
 
 
-def image_bytes(store: Store, item: MemoryItem) -> tuple[str, bytes]:
+def image_bytes(store: ArtifactStore, item: MemoryItem) -> tuple[str, bytes]:
     """The media type and bytes of an ``image`` item's artifact; ``ItemNotFound`` for an item
     that is no image held as data (a reference, or another type)."""
     described = item.metadata.get("image") if item.type == "image" else None
@@ -113,7 +118,7 @@ def image_bytes(store: Store, item: MemoryItem) -> tuple[str, bytes]:
     raise ItemNotFound(item.id, item.cube_id)
 
 
-def forget_unused(store: Store, cube_id: str) -> None:
+def forget_unused(store: MediaStore, cube_id: str) -> None:
     """Delete the cube's image artifacts no item of it names any more (after an erasure)."""
     images = store.artifacts(cube_id, KIND)
     if not images:

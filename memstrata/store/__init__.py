@@ -2,6 +2,7 @@
 
 from memstrata.store.base import (
     ArchiveStore,
+    ArtifactStore,
     CubeStore,
     ErasureStore,
     HistoryStore,
@@ -14,6 +15,7 @@ from memstrata.store.base import (
 
 __all__ = [
     "ArchiveStore",
+    "ArtifactStore",
     "CubeStore",
     "ErasureStore",
     "HistoryStore",

@@ -6,18 +6,21 @@ Protocol            what                                                        
 ``PrincipalStore``  users and API keys                                                        8
 ``CubeStore``       cubes, grants, permission checks                                          7
 ``ItemStore``       memory items with their vectors and full text                            11
-``SearchIndex``     the keyword and dense channels, plus what a ranking reads back            4
+``SearchIndex``     the keyword and dense channels, plus what a ranking reads back            7
 ``HistoryStore``    versions, events, a cube as it stood, and a search index over that        4
-``ErasureStore``    content removed for good (erasure, cube deletion), expired items          4
-``UsageStore``      LLM calls and tokens per cube                                             2
-``ArchiveStore``    whole cubes as ``MemCube`` objects (export and import)                    4
+``ErasureStore``    content removed for good (erasure, cube deletion), expired items          5
+``UsageStore``      LLM calls and tokens per cube                                             3
+``ArchiveStore``    whole cubes as ``MemCube`` objects (export and import)                    3
+``ArtifactStore``   a cube's artifact files and rows (KV caches, adapters, images)            5
 ``Store``           all of the above, plus file-level settings and ``close``                   +3
 ==================  =====================================================================  ====
 
-Retrieval ranks a ``SearchIndex`` (the live store, or a scratch copy of a past state); the core's
-parts and the tiers hold the whole ``Store``; the task queue is a Protocol of its own
-(``store/queue.py``).  A second engine implements each Protocol in a module of its own, as
-``store/sqlite/`` does, and runs the conformance suite of ``tests/store``.
+Sizes are the calls each declares (``tests/store/test_protocols.py`` checks them).  Retrieval
+ranks a ``SearchIndex`` (the live store, or a scratch copy of a past state); a consumer is typed
+by the Protocols it uses where they are few (artifacts: ``ArtifactStore``; the index task:
+``CubeStore`` and ``SearchIndex``), else it holds the whole ``Store``; the task queue is a
+Protocol of its own (``store/queue.py``).  The SQL engines implement them together through one
+shared layer (``store/sql/``); an engine runs the conformance suite of ``tests/store``.
 
 Contract shared by all methods:
 
@@ -345,6 +348,11 @@ class ArchiveStore(Protocol):
         actors are stored as ``data`` has them (the core decides them).  ``AlreadyExists`` as
         ``check_free``."""
 
+
+class ArtifactStore(Protocol):
+    """A cube's artifacts: files the core derives from it (KV caches, LoRA adapters) or keeps
+    beside its items (images), each a file under ``artifact_dir`` and a row (docs/memcube.md)."""
+
     def artifact_dir(self, cube_id: str) -> Path:
         """The directory the files of ``cube_id``'s artifacts are stored in; ``MemCubeError``
         if this store has none (it lives in memory)."""
@@ -384,6 +392,7 @@ class Store(
     ErasureStore,
     UsageStore,
     ArchiveStore,
+    ArtifactStore,
     Protocol,
 ):
     """A complete backend, plus file-level settings and closing."""
