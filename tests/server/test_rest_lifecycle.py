@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from memstrata.lifecycle.states import INCLUDABLE
-from memstrata.server.schemas import Includable
+from memstrata.memory.kinds import KINDS, SearchInclude
 
 if TYPE_CHECKING:  # conftest is not importable under every way of running pytest
     from tests.server.conftest import Account, Server
@@ -113,8 +113,8 @@ def test_get_and_search_as_of_a_past_time(owner_cube: OwnerCube) -> None:
     assert _code(before_it) == (404, "not_found")
 
 
-def test_search_may_include_exactly_the_states_it_leaves_out() -> None:
-    assert get_args(Includable) == INCLUDABLE
+def test_search_may_include_exactly_the_states_it_leaves_out_and_the_kinds() -> None:
+    assert get_args(SearchInclude) == INCLUDABLE + KINDS
 
 
 def test_as_of_in_the_future_or_before_the_cube_is_refused(owner_cube: OwnerCube) -> None:
