@@ -97,8 +97,9 @@ def test_a_correction_with_ids_and_corrected_text(mos: MemoryOS, alice_cube: str
 def test_invalidate_archives_and_rollback_restores(mos: MemoryOS, alice_cube: str) -> None:
     [note] = mos.add("My sister is called Emma", user_id="alice", cube_id=alice_cube)
     result = mos.feedback("that's wrong", user_id="alice", cube_id=alice_cube, item_ids=[note])
-    assert (result.kind, result.affected, result.new_item_id) == ("invalidate", [note], None)
+    assert (result.kind, result.affected[0], result.new_item_id) == ("invalidate", note, None)
     assert mos.get(note, user_id="alice").status == "archived"
+    # what was read from it (the profile's sister) says the same wrong thing: archived too
     assert mos.search("sister", user_id="alice") == []
     assert mos.audit(by="alice", item_id=note)[-1].op == "invalidate"
     mos.rollback(note, 1, user_id="alice")

@@ -10,7 +10,8 @@ and applied to its targets, each change an event of the audit trail:
                statement (``corrected``, else the feedback without its markers), with
                ``valid_from`` = now and ``metadata["supersedes"]``.  A profile attribute or a
                preference the statement states (``reader.rules``) becomes that kind of item.
-``invalidate`` the targets are archived (out of search, kept in history)
+``invalidate`` the targets and what was derived from them are archived (out of search, kept in
+               history)
 ``forget``     the targets are erased for good, with what was derived from them (``memory.erase``)
 ``confirm``    the targets' ``confidence`` rises by ``CONFIRM_STEP`` (at most 1) and
                ``metadata["confirmed"]`` counts the confirmations
@@ -198,13 +199,16 @@ class Feedback:
     def _invalidate(
         self, cube_id: str, user_id: str, reading: FeedbackReading, targets: list[MemoryItem]
     ) -> FeedbackResult:
-        for item in targets:
+        # What was read from a wrong statement (a fact, a profile entry) says the same wrong
+        # thing: it is archived with it, as an erasure takes the derived items with it.
+        ids = erase._with_derived(self._store, cube_id, [i.id for i in targets])
+        for item in self._store.get_items(ids):
             if item.status in ("generated", "activated"):
                 self._store.update_item(
                     replace(item, status="archived"), None, op="invalidate", actor=user_id,
                     reason="feedback: that is wrong",
                 )  # fmt: skip
-        return FeedbackResult("invalidate", cube_id, [i.id for i in targets])
+        return FeedbackResult("invalidate", cube_id, ids)
 
     def _forget(
         self, cube_id: str, user_id: str, reading: FeedbackReading, targets: list[MemoryItem]

@@ -27,6 +27,8 @@ def test_new_file_is_created_migrated_and_in_wal(tmp_path: Path) -> None:
             (5, "speaker index"),
             (6, "session order index"),
             (7, "llm usage per day"),
+            (8, "item expiry"),
+            (9, "tool, skill and image memory"),
         ]
     finally:
         conn.close()
