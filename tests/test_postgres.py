@@ -95,7 +95,7 @@ def test_one_memory_on_postgres_and_redis_seen_by_another_process(dsn: str, redi
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CHECKPOINT")  # on disk now: the scan below can find it
         assert [f for f in tables_and_files(dsn)[1] if SECRET.encode() in f.read_bytes()]
-        assert m.erase(fact_id, user_id="alice") == 1
+        assert m.erase(fact_id, user_id="alice") >= 1  # and what the long tier read from it
         assert SECRET not in second_process(dsn, "What is the cat of Lena called?")
     with psycopg.connect(dsn, autocommit=True) as conn:  # the rows really are in PostgreSQL
         assert conn.execute("SELECT count(*) FROM items WHERE type = 'turn'").fetchone()[0] >= 300
