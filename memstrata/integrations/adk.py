@@ -17,6 +17,11 @@ Mapping:
 * ``search_memory`` is memstrata's hybrid search (``k`` hits) narrowed to the app; each hit
   is a ``MemoryEntry`` with the event's id, content, author and time.  ``delete_memory`` erases
   the memory of that id for good.
+* The memory given is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient``, called
+  through ``aio.AsyncBackend``, one view per ADK user (``mapping``'s rules): with a client every
+  call acts as the API key's owner, and an ADK ``user_id`` naming anyone else is a
+  ``ValidationError``.  An async memory is awaited on the event loop; a ``MemoryOS`` runs in a
+  bounded thread pool made over it.
 """
 
 from __future__ import annotations
@@ -33,9 +38,8 @@ from google.genai import types
 
 from memstrata.errors import NotFoundError, ValidationError
 from memstrata.integrations import mapping
+from memstrata.integrations.aio import AsyncBackend, UserBackends
 from memstrata.limits import MAX_EXTERNAL_ID, MAX_TOP_K
-from memstrata.memory.aio import AsyncMemoryOS
-from memstrata.memory.system import MemoryOS
 from memstrata.model import MemoryItem
 
 __all__ = ["MemstrataMemoryService"]
@@ -56,33 +60,30 @@ USER = "user"
 class MemstrataMemoryService(BaseMemoryService):
     """ADK's memory service, kept by memstrata (see the module docs).
 
-    ``memory`` is an open ``MemoryOS`` or ``AsyncMemoryOS``; ``cube_id`` the cube every user's
+    ``memory`` is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient`` (with a
+    client, ADK's ``user_id`` must be the API key's owner); ``cube_id`` the cube every user's
     memories go to (created, owned by the first user, if missing; a user who may not read it
     gets ``PermissionDenied``); default: each user's default cube.  ``k`` is how many memories
     a search returns (1 to ``MAX_TOP_K``; ADK's ``InMemoryMemoryService`` returns at most 10).
     """
 
-    def __init__(
-        self, memory: MemoryOS | AsyncMemoryOS, *, cube_id: str | None = None, k: int = 10
-    ) -> None:
+    def __init__(self, memory: mapping.Memory, *, cube_id: str | None = None, k: int = 10) -> None:
         if not 1 <= k <= MAX_TOP_K:
             raise ValidationError(f"k must be 1 to {MAX_TOP_K}", hint="k=10")
-        self.aio = AsyncMemoryOS(memory) if isinstance(memory, MemoryOS) else memory
+        self.memory = memory
         self.cube_id = cube_id
         self.k = k
+        self.backends = UserBackends(memory, cube_id=cube_id)
 
-    @property
-    def mos(self) -> MemoryOS:
-        """The ``MemoryOS`` every call runs on (in the pool's threads)."""
-        return self.aio.sync
+    async def aclose(self) -> None:
+        """Close the thread pool this service made over a ``MemoryOS`` (never a memory given)."""
+        await self.backends.aclose()
 
     # -- BaseMemoryService -------------------------------------------------------------------
 
     async def add_session_to_memory(self, session: Session) -> None:
         """Add the session's events that have text (each once, however often it is added)."""
-        await self.aio.run(
-            self._add, session.app_name, session.user_id, session.id, session.events, None
-        )
+        await self._add(session.app_name, session.user_id, session.id, session.events, None)
 
     async def add_events_to_memory(
         self,
@@ -94,7 +95,7 @@ class MemstrataMemoryService(BaseMemoryService):
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
         """Add ``events`` (a delta) that have text, each once; ``custom_metadata`` is kept."""
-        await self.aio.run(self._add, app_name, user_id, session_id, list(events), custom_metadata)
+        await self._add(app_name, user_id, session_id, list(events), custom_metadata)
 
     async def add_memory(
         self,
@@ -105,28 +106,43 @@ class MemstrataMemoryService(BaseMemoryService):
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
         """Add explicit memories (a ``MemoryEntry`` with an ``id`` is stored once)."""
-        await self.aio.run(self._add, app_name, user_id, None, list(memories), custom_metadata)
+        await self._add(app_name, user_id, None, list(memories), custom_metadata)
 
     async def search_memory(
         self, *, app_name: str, user_id: str, query: str
     ) -> SearchMemoryResponse:
         """The app's memories of the user most relevant to ``query`` (``k``), best first."""
-        entries = await self.aio.run(self._search, app_name, user_id, query)
-        return SearchMemoryResponse(memories=entries)
+        backend = self.backends(user_id)
+        hits = await backend.search(
+            query, cube_ids=[await backend.cube_id()], top_k=self.k,
+            filters={"metadata": {APP: app_name}},
+        )  # fmt: skip
+        return SearchMemoryResponse(memories=[_entry(h.item) for h in hits])
 
     async def delete_memory(
         self, *, app_name: str, user_id: str, memory_id: str | None = None
     ) -> None:
-        """Erase the memory ``memory_id`` (a ``MemoryEntry.id``) for good; none: nothing."""
-        if memory_id:
-            await self.aio.run(self._delete, app_name, user_id, memory_id)
+        """Erase the memory ``memory_id`` (a ``MemoryEntry.id``) for good; none: nothing.
 
-    # -- in the pool's threads ---------------------------------------------------------------
+        The memory is erased, then a deletion record (its ``external_id`` only) is left, sealed
+        ``frozen``: searches, contexts and the tiers never see it, and adding the session
+        again does not bring the memory back."""
+        if not memory_id:
+            return
+        backend = self.backends(user_id)
+        cube = await backend.cube_id()
+        for item in await _find(backend, cube, app_name, memory_id):
+            await backend.erase(item.id, cube_id=cube, reason="ADK delete_memory")
+            if item.external_id is None:
+                continue
+            record = {MARK: True, APP: app_name, DELETED: item.external_id}
+            (kept,) = await backend.add(
+                [{"content": "ADK memory deleted", "metadata": record}], cube_id=cube
+            )
+            for to in ("activated", "frozen"):
+                await backend.transition(kept, to, cube_id=cube)
 
-    def _cube(self, user_id: str) -> str:
-        return self.mos.attach(user_id, self.cube_id).cube_id
-
-    def _add(
+    async def _add(
         self,
         app_name: str,
         user_id: str,
@@ -138,65 +154,46 @@ class MemstrataMemoryService(BaseMemoryService):
         turns = list(unique.values())  # an event twice in one call is one memory, as in ADK's
         if not turns:
             return
-        cube = self._cube(user_id)
+        backend = self.backends(user_id)
+        cube = await backend.cube_id()
         session = None if session_id is None else mapping.line_id(session_id, "adk")
-        erased = self._erased(cube, user_id, [str(t["id"]) for t in turns])
+        erased = await _erased(backend, cube, [str(t["id"]) for t in turns])
         fresh = [t for t in turns if t["id"] not in erased]
         if fresh:
-            self.mos.add(fresh, user_id=user_id, cube_id=cube, session_id=session)
+            await backend.add(fresh, cube_id=cube, session_id=session)
 
-    def _erased(self, cube: str, user_id: str, external_ids: list[str]) -> set[str]:
-        """Which of ``external_ids`` name memories ``delete_memory`` erased (never added
-        again): the deletion records' ids, read a page at a time."""
-        wanted = set(external_ids)
-        gone: set[str] = set()
-        offset = 0
-        while True:
-            page = self.mos.list_memories(
-                cube, user_id=user_id, filters={"status": ["frozen"], "metadata": {MARK: True}},
-                limit=MAX_TOP_K, offset=offset,
-            )  # fmt: skip
-            gone.update(str(i.metadata.get(DELETED)) for i in page)
-            if len(page) < MAX_TOP_K:
-                return gone & wanted
-            offset += MAX_TOP_K
 
-    def _search(self, app_name: str, user_id: str, query: str) -> list[MemoryEntry]:
-        cube = self._cube(user_id)
-        hits = self.mos.search(
-            query, user_id=user_id, cube_ids=[cube], top_k=self.k,
-            filters={"metadata": {APP: app_name}},
+async def _erased(backend: AsyncBackend, cube: str, external_ids: list[str]) -> set[str]:
+    """Which of ``external_ids`` name memories ``delete_memory`` erased (never added again):
+    the deletion records' ids, read a page at a time."""
+    wanted = set(external_ids)
+    gone: set[str] = set()
+    offset = 0
+    while True:
+        page = await backend.list_memories(
+            cube, filters={"status": ["frozen"], "metadata": {MARK: True}},
+            limit=MAX_TOP_K, offset=offset,
         )  # fmt: skip
-        return [_entry(h.item) for h in hits]
+        gone.update(str(i.metadata.get(DELETED)) for i in page)
+        if len(page) < MAX_TOP_K:
+            return gone & wanted
+        offset += MAX_TOP_K
 
-    def _delete(self, app_name: str, user_id: str, memory_id: str) -> None:
-        """Erase the memory, then leave a deletion record (its ``external_id`` only), sealed
-        ``frozen``: searches, contexts and the tiers never see it."""
-        cube = self._cube(user_id)
-        for item in self._find(cube, user_id, app_name, memory_id):
-            self.mos.erase(item.id, user_id=user_id, cube_id=cube, reason="ADK delete_memory")
-            if item.external_id is None:
-                continue
-            record = {MARK: True, APP: app_name, DELETED: item.external_id}
-            (kept,) = self.mos.add(
-                [{"content": "ADK memory deleted", "metadata": record}],
-                user_id=user_id, cube_id=cube,
-            )  # fmt: skip
-            for to in ("activated", "frozen"):
-                self.mos.transition(kept, to, user_id=user_id, cube_id=cube)
 
-    def _find(self, cube: str, user_id: str, app_name: str, memory_id: str) -> list[MemoryItem]:
-        """The app's memory of ``memory_id``: an ADK id, or a memstrata item id."""
-        found = self.mos.list_memories(
-            cube, user_id=user_id, filters={"metadata": {APP: app_name, ID: memory_id}}, limit=10
-        )
-        if found:
-            return found
-        try:
-            item = self.mos.get(memory_id, user_id=user_id, cube_id=cube)
-        except (NotFoundError, ValidationError):
-            return []
-        return [item] if item.metadata.get(APP) == app_name else []
+async def _find(
+    backend: AsyncBackend, cube: str, app_name: str, memory_id: str
+) -> list[MemoryItem]:
+    """The app's memory of ``memory_id``: an ADK id, or a memstrata item id."""
+    found = await backend.list_memories(
+        cube, filters={"metadata": {APP: app_name, ID: memory_id}}, limit=10
+    )
+    if found:
+        return found
+    try:
+        item = await backend.get(memory_id, cube_id=cube)
+    except (NotFoundError, ValidationError):
+        return []
+    return [item] if item.metadata.get(APP) == app_name else []
 
 
 def _turn(

@@ -19,10 +19,13 @@ Mapping:
   message and adds what it finds as one ``SystemMessage`` (the recalled text neutralised: it can
   hold no control token of a model's prompt).
 * ``clear`` erases the memory's session for good (with what the tiers derived from it);
-  ``close`` closes the thread pool this memory made (never a memory it was given).
+  ``close`` closes the thread pool this memory made over a ``MemoryOS`` (never a memory it was
+  given).
 
-All calls run in an ``AsyncMemoryOS``'s bounded thread pool: the one given, or one made over the
-``MemoryOS`` given.
+The memory given is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient``, called
+through ``aio.AsyncBackend`` (``mapping``'s rules: with a client the user is the API key's
+owner): an async memory is awaited on the event loop, a ``MemoryOS`` runs in a bounded thread
+pool made over it.
 """
 
 from __future__ import annotations
@@ -43,10 +46,9 @@ from autogen_core.models import SystemMessage
 
 from memstrata.errors import ValidationError
 from memstrata.integrations import mapping
+from memstrata.integrations.aio import AsyncBackend
 from memstrata.limits import MAX_TOP_K
 from memstrata.llm.neutral import neutralise
-from memstrata.memory.aio import AsyncMemoryOS
-from memstrata.memory.system import MemoryOS
 from memstrata.model import MemoryItem
 
 __all__ = ["MemstrataMemory"]
@@ -61,29 +63,27 @@ HEADING = "\nRelevant memory content (most relevant first):\n"
 class MemstrataMemory(Memory):
     """AutoGen's ``Memory``, kept by memstrata (see the module docs).
 
-    ``memory`` is an open ``MemoryOS`` or ``AsyncMemoryOS``; ``user_id`` the acting user
-    (created if missing); ``cube_id`` the cube (created, owned by the user, if missing; default:
-    the user's default cube; one the user may not read is ``PermissionDenied``, at the first
-    call); ``name`` the memory (its session); ``k`` how many memories a query returns (1 to
-    ``MAX_TOP_K``).
+    ``memory`` is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient``;
+    ``user_id`` the acting user (created if missing; with a client, its key's owner, and may be
+    omitted: another user is a ``ValidationError`` at the first call); ``cube_id`` the cube
+    (created, owned by the user, if missing; default: the user's default cube; one the user may
+    not read is ``PermissionDenied``, at the first call); ``name`` the memory (its session);
+    ``k`` how many memories a query returns (1 to ``MAX_TOP_K``).
     """
 
     def __init__(
         self,
-        memory: MemoryOS | AsyncMemoryOS,
+        memory: mapping.Memory,
         *,
-        user_id: str,
+        user_id: str | None = None,
         cube_id: str | None = None,
         name: str = "autogen",
         k: int = 5,
     ) -> None:
         if not 1 <= k <= MAX_TOP_K:
             raise ValidationError(f"k must be 1 to {MAX_TOP_K}", hint="k=5")
-        self._own = not isinstance(memory, AsyncMemoryOS)
-        self._aio = AsyncMemoryOS(memory) if isinstance(memory, MemoryOS) else memory
-        self.user_id = user_id
-        self._wanted_cube = cube_id
-        self._cube: str | None = None
+        self.memory = memory
+        self.backend = AsyncBackend(memory, user_id=user_id, cube_id=cube_id)
         self._name = name
         self.session = mapping.line_id(name, "ag")
         self.k = k
@@ -93,17 +93,13 @@ class MemstrataMemory(Memory):
         """The memory's name (its session in the cube)."""
         return self._name
 
-    @property
-    def mos(self) -> MemoryOS:
-        """The ``MemoryOS`` every call runs on (in the pool's threads)."""
-        return self._aio.sync
+    async def user_id(self) -> str:
+        """The acting user (with a client, its key's owner)."""
+        return await self.backend.user_id()
 
     async def cube_id(self) -> str:
         """The memory's cube (resolved, and created when missing, on first use)."""
-        if self._cube is None:
-            cube = await self._aio.attach(self.user_id, self._wanted_cube)
-            self._cube = cube.cube_id
-        return self._cube
+        return await self.backend.cube_id()
 
     # -- the Memory protocol -----------------------------------------------------------------
 
@@ -128,8 +124,7 @@ class MemstrataMemory(Memory):
         first; an empty query lists them oldest first."""
         text = query if isinstance(query, str) else _stored(query)[0]
         top_k = int(kwargs.get("top_k", self.k))
-        cube = await self.cube_id()
-        items = await self._aio.run(self._recall, cube, text, top_k)
+        items = await self._recall(await self.cube_id(), text, top_k)
         return MemoryQueryResult(results=[_content(i) for i in items])
 
     async def add(self, content: MemoryContent, cancellation_token: CancellationToken | None = None) -> None:  # fmt: skip
@@ -137,32 +132,24 @@ class MemstrataMemory(Memory):
         text, metadata = _stored(content)
         message = {"role": "user", "content": text, "metadata": metadata}
         cube = await self.cube_id()
-        await self._aio.add([message], user_id=self.user_id, cube_id=cube, session_id=self.session)
+        await self.backend.add([message], cube_id=cube, session_id=self.session)
 
     async def clear(self) -> None:
         """Erase the memory's session: its contents and what was derived from them, for good."""
         cube = await self.cube_id()
-        await self._aio.erase(
-            user_id=self.user_id, cube_id=cube, session_id=self.session,
-            reason="AutoGen memory cleared",
-        )  # fmt: skip
+        await self.backend.erase(cube_id=cube, session_id=self.session, reason="AutoGen memory cleared")  # fmt: skip
 
     async def close(self) -> None:
         """Close the thread pool this memory made over a ``MemoryOS`` (never a memory given)."""
-        if self._own:
-            await self._aio.aclose()
+        await self.backend.aclose()
 
-    # -- in the pool's threads ---------------------------------------------------------------
-
-    def _recall(self, cube: str, query: str, top_k: int) -> list[MemoryItem]:
+    async def _recall(self, cube: str, query: str, top_k: int) -> list[MemoryItem]:
         """The session's items: ranked by ``query``, or oldest first when it is blank."""
         filters = {"session_id": self.session, "type": "turn"}
         if query.strip():
-            hits = self.mos.search(
-                query, user_id=self.user_id, cube_ids=[cube], top_k=top_k, filters=filters
-            )
+            hits = await self.backend.search(query, cube_ids=[cube], top_k=top_k, filters=filters)
             return [h.item for h in hits]
-        return self.mos.list_memories(cube, user_id=self.user_id, filters=filters, limit=MAX_TOP_K)
+        return await self.backend.list_memories(cube, filters=filters, limit=MAX_TOP_K)
 
 
 def _stored(content: MemoryContent) -> tuple[str, dict[str, Any]]:

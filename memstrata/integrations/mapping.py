@@ -43,7 +43,7 @@ import contextvars
 import hashlib
 import inspect
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from memstrata.errors import ConflictError, NotFoundError, PermissionDenied, ValidationError
@@ -59,6 +59,9 @@ if TYPE_CHECKING:  # a peer adapter: named for the checker only (the layering's 
 #: What an adapter may be given as its memory.
 Memory = Union[MemoryOS, AsyncMemoryOS, "Client", "AsyncClient"]
 T = TypeVar("T")
+#: The calls a rule written once makes (``attach_steps``): it yields ``(call, args, kwargs)``
+#: and is sent each answer, so a sync ``Backend`` and an ``AsyncBackend`` run the same steps.
+Steps = Generator[tuple[str, tuple[Any, ...], dict[str, Any]], Any, T]
 
 #: Hex digits of SHA-256 kept in a derived id: 160 bits, no accidental collision.
 DIGEST_CHARS = 40
@@ -87,14 +90,7 @@ class Backend:
     """
 
     def __init__(self, memory: Memory, *, user_id: str | None, cube_id: str | None) -> None:
-        core = isinstance(memory, (MemoryOS, AsyncMemoryOS))
-        if not core and not callable(getattr(memory, "me", None)):
-            raise TypeError(
-                "give a MemoryOS, AsyncMemoryOS, Client or AsyncClient, "
-                f"not {type(memory).__name__}"
-            )
-        if core and user_id is None:
-            raise ValidationError("user_id is required with a MemoryOS", hint="user_id='ann'")
+        core = checked(memory, user_id)
         self.memory = memory
         self._core = core
         self._claimed = user_id
@@ -123,13 +119,7 @@ class Backend:
         """The acting user: ``user_id=``, or a client's API key owner (asked once)."""
         if self._user is None:
             with self._resolving:
-                owner = self._user or str(self._call("me").user_id)
-                if self._claimed is not None and self._claimed != owner:
-                    raise ValidationError(
-                        f"user_id {self._claimed!r} is not the API key's owner",
-                        hint="omit user_id with a client, or use that user's key",
-                    )
-                self._user = owner
+                self._user = self._user or owner(self._claimed, self._call("me").user_id)
         return self._user
 
     @property
@@ -152,23 +142,19 @@ class Backend:
         """``MemoryOS.attach`` as the acting user: ``cube_id`` (created, owned by the user, when
         missing) or the user's default cube.  A client does it with its own calls (the REST API
         has no attach): the same cube, the same errors."""
-        if self._core:
-            found: Cube = self._call("attach", self.user_id, cube_id, name=name, settings=settings)
+        steps = attach_steps(self._core, self.user_id, cube_id, name=name, settings=settings)
+        try:
+            call, args, kwargs = next(steps)
+            while True:
+                try:
+                    answer = self._call(call, *args, **kwargs)
+                except (NotFoundError, ConflictError) as error:  # the steps may expect these
+                    call, args, kwargs = steps.throw(error)
+                else:
+                    call, args, kwargs = steps.send(answer)
+        except StopIteration as done:
+            found: Cube = done.value
             return found
-        if cube_id is None:
-            owned = [c for c in self.list_cubes() if c.owner == self.user_id]
-            return owned[0] if owned else self._call("create_cube", self.user_id)
-        try:
-            return self.get_cube(cube_id)
-        except NotFoundError:
-            pass
-        try:
-            made: Cube = self._call(
-                "create_cube", name or cube_id, cube_id=cube_id, settings=settings
-            )
-        except ConflictError:  # made meanwhile (another thread's first call): read it
-            return self.get_cube(cube_id)
-        return made
 
     # -- the calls (MemoryOS's, as the acting user) --------------------------------------------
 
@@ -288,6 +274,67 @@ class Backend:
                 "this adapter was given an AsyncClient: use its async calls (or give it a Client)"
             )
         return getattr(self._sync, call)(*args, **kwargs)
+
+
+def checked(memory: Any, user_id: str | None) -> bool:
+    """Whether ``memory`` is the core (a ``MemoryOS`` or ``AsyncMemoryOS``) rather than a
+    client; ``TypeError`` for anything else, ``ValidationError`` for the core without
+    ``user_id``."""
+    core = isinstance(memory, (MemoryOS, AsyncMemoryOS))
+    if not core and not callable(getattr(memory, "me", None)):
+        raise TypeError(
+            f"give a MemoryOS, AsyncMemoryOS, Client or AsyncClient, not {type(memory).__name__}"
+        )
+    if core and user_id is None:
+        raise ValidationError("user_id is required with a MemoryOS", hint="user_id='ann'")
+    return core
+
+
+def owner(claimed: str | None, key_owner: Any) -> str:
+    """The acting user of a client: its API key's owner; a ``claimed`` one that is anyone else
+    is a ``ValidationError``."""
+    found = str(key_owner)
+    if claimed is not None and claimed != found:
+        raise ValidationError(
+            f"user_id {claimed!r} is not the API key's owner",
+            hint="omit user_id with a client, or use that user's key",
+        )
+    return found
+
+
+def attach_steps(
+    core: bool,
+    user_id: str,
+    cube_id: str | None,
+    *,
+    name: str | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> Steps[Cube]:
+    """``attach`` as ``user_id`` written once as the calls it makes, for a sync or an async
+    driver: each step yields ``(call, args, kwargs)`` (a client's call, or the core's with the
+    user) and is sent its answer, or thrown its ``NotFoundError`` / ``ConflictError``."""
+    if core:
+        found: Cube = yield "attach", (user_id, cube_id), {"name": name, "settings": settings}
+        return found
+    if cube_id is None:
+        cubes: list[Cube] = yield "list_cubes", (), {}
+        owned = [c for c in cubes if c.owner == user_id]
+        if owned:
+            return owned[0]
+        made: Cube = yield "create_cube", (user_id,), {}
+        return made
+    try:
+        found = yield "get_cube", (cube_id,), {}
+        return found
+    except NotFoundError:
+        pass
+    try:
+        made = yield "create_cube", (name or cube_id,), {"cube_id": cube_id, "settings": settings}
+    except ConflictError:  # made meanwhile (another thread's first call): read it
+        found = yield "get_cube", (cube_id,), {}
+    else:
+        found = made
+    return found
 
 
 def digest(*parts: str) -> str:

@@ -18,8 +18,10 @@ Mapping:
   answers are added as turns of the conversation's session, in one ``add`` (all or none).  Tool
   calls, tool results and system prompts are not memories.
 
-All calls run in an ``AsyncMemoryOS``'s bounded thread pool: the one given, or one made over the
-``MemoryOS`` given.
+The memory given is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient``, called
+through ``aio.AsyncBackend`` (``mapping``'s rules: with a client the user is the API key's
+owner): an async memory is awaited on the event loop, a ``MemoryOS`` runs in a bounded thread
+pool made over it.
 """
 
 from __future__ import annotations
@@ -43,11 +45,9 @@ from pydantic_ai.tools import RunContext
 
 from memstrata.errors import ValidationError
 from memstrata.integrations import mapping
+from memstrata.integrations.aio import AsyncBackend
 from memstrata.limits import MAX_TOP_K
 from memstrata.llm.neutral import neutralise
-from memstrata.memory.aio import AsyncMemoryOS
-from memstrata.memory.system import MemoryOS
-from memstrata.model import Hit
 
 __all__ = ["MemstrataMemory"]
 
@@ -61,8 +61,9 @@ HEADING = (
 class MemstrataMemory(AbstractCapability[Any]):
     """A Pydantic AI capability: long-term memory kept by memstrata (see the module docs).
 
-    ``memory`` is an open ``MemoryOS`` or ``AsyncMemoryOS``; ``user_id`` the acting user
-    (created if missing); ``cube_id`` the cube (created, owned by the user, if missing; default:
+    ``memory`` is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient``; ``user_id``
+    the acting user (created if missing; with a client, its key's owner, and may be omitted:
+    another user is a ``ValidationError`` at the first run); ``cube_id`` the cube (created, owned by the user, if missing; default:
     the user's default cube; one the user may not read is ``PermissionDenied``, at the first
     run); ``session_id`` the session a run's turns go to (default: the run's conversation);
     ``k`` how many memories are recalled (1 to ``MAX_TOP_K``); ``remember=False`` recalls only.
@@ -70,9 +71,9 @@ class MemstrataMemory(AbstractCapability[Any]):
 
     def __init__(
         self,
-        memory: MemoryOS | AsyncMemoryOS,
+        memory: mapping.Memory,
         *,
-        user_id: str,
+        user_id: str | None = None,
         cube_id: str | None = None,
         session_id: str | None = None,
         k: int = 5,
@@ -80,20 +81,20 @@ class MemstrataMemory(AbstractCapability[Any]):
     ) -> None:
         if not 1 <= k <= MAX_TOP_K:
             raise ValidationError(f"k must be 1 to {MAX_TOP_K}", hint="k=5")
-        self.aio = AsyncMemoryOS(memory) if isinstance(memory, MemoryOS) else memory
-        self.user_id = user_id
-        self.wanted_cube = cube_id
+        self.memory = memory
+        self.backend = AsyncBackend(memory, user_id=user_id, cube_id=cube_id)
         self.session_id = session_id
         self.k = k
         self.remember = remember
-        self._cube: str | None = None
         self._recalled: str | None = None  # this run's recall (set on a per-run copy)
+
+    async def user_id(self) -> str:
+        """The acting user (with a client, its key's owner)."""
+        return await self.backend.user_id()
 
     async def cube_id(self) -> str:
         """The cube (resolved, and created when missing, on first use)."""
-        if self._cube is None:
-            self._cube = (await self.aio.attach(self.user_id, self.wanted_cube)).cube_id
-        return self._cube
+        return await self.backend.cube_id()
 
     def session(self, ctx: RunContext[Any]) -> str | None:
         """The session of ``ctx``'s run: ``session_id=``, else its conversation's."""
@@ -128,10 +129,9 @@ class MemstrataMemory(AbstractCapability[Any]):
         """Add the run's user prompts and text answers as turns of its session."""
         turns = _turns(result.new_messages())
         if self.remember and turns:
-            await self.aio.add(
-                turns, user_id=self.user_id, cube_id=await self.cube_id(),
-                session_id=self.session(ctx),
-            )  # fmt: skip
+            await self.backend.add(
+                turns, cube_id=await self.cube_id(), session_id=self.session(ctx)
+            )
         return result
 
     # -- recall ------------------------------------------------------------------------------
@@ -141,9 +141,7 @@ class MemstrataMemory(AbstractCapability[Any]):
         query = _prompt_text(ctx.prompt)
         if not query.strip():
             return ""
-        hits: list[Hit] = await self.aio.search(
-            query, user_id=self.user_id, cube_ids=[await self.cube_id()], top_k=self.k
-        )
+        hits = await self.backend.search(query, cube_ids=[await self.cube_id()], top_k=self.k)
         session = self.session(ctx)
         lines = [f"- {neutralise(h.item.text)}" for h in hits if h.item.session_id != session]
         return "\n".join([HEADING, *lines]) if lines else ""
