@@ -22,6 +22,8 @@ module                   classes                                        extra
 ``adk``                  ``MemstrataMemoryService``                     ``memstrata[adk]``
                          (``BaseMemoryService``)
 ``pydantic_ai``          ``MemstrataMemory`` (a capability)             ``memstrata[pydantic-ai]``
+``crewai``               ``MemstrataStorage`` (``StorageBackend``)      ``memstrata[crewai]`` (an
+                                                                        environment of its own)
 =======================  =============================================  =====================
 
 ``mapping`` is what the adapters share: how a framework's user, session, thread or namespace
