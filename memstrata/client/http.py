@@ -10,7 +10,7 @@ the same errors:
 =====================  ========================================================================
 ``client.principals``  users, API keys, cubes, grants
 ``client.items``       add, add_document, list, get, update, delete, history, transition,
-                       rollback, erase, audit
+                       rollback, erase, audit, end_task, get_image
 ``client.reading``     search, context, chat, chat_stream, get_profile, get_preferences
 ``client.service``     tasks, retry_task, wait, configure, metrics, health, MemCube export and
                        import, artifacts, build_activation, queue_adapter
@@ -106,6 +106,8 @@ class Client(_Parts):
     rollback = Call("_items", Items.rollback)
     erase = Call("_items", Items.erase)
     audit = Call("_items", Items.audit)
+    end_task = Call("_items", Items.end_task)
+    get_image = Call("_items", Items.get_image)
 
     # -- reading memory (client.reading) ---------------------------------------------------------
     search = Call("_reading", Reading.search)

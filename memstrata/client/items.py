@@ -39,12 +39,17 @@ class Items:
         cube_id: str,
         session_id: str | None = None,
         expires_at: When | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> Exchange[list[str]]:
         """Store chat messages (or one string) as turns; their ids in order (``MemoryOS.add``;
-        ``expires_at``: when they stop existing)."""
-        body = {"cube_id": cube_id, "messages": messages, "session_id": session_id}
+        ``expires_at``: when they stop existing).  OpenAI-format tool calls and results, content
+        parts and ``tools`` definitions are stored as tool schemas, calls, images and documents
+        (then the ids are of every item written)."""
+        body: dict[str, Any] = {"cube_id": cube_id, "messages": messages, "session_id": session_id}
         if expires_at is not None:
             body["expires_at"] = time_param(expires_at)
+        if tools is not None:
+            body["tools"] = list(tools)
         return list((yield from self._http.json("POST", "/memories", body=body))["ids"])
 
     def add_document(
@@ -211,6 +216,33 @@ class Items:
         return [
             load_as(Event, e) for e in (yield from self._http.json("GET", "/audit", params=params))
         ]
+
+    def end_task(
+        self,
+        *,
+        cube_id: str,
+        session_id: str,
+        outcome: str = "success",
+        goal: str | None = None,
+        skill_ids: Sequence[str] | None = None,
+    ) -> Exchange[list[MemoryItem]]:
+        """Say how the task of ``session_id`` ended: ``success`` distils a skill from its tool
+        calls, ``failure`` demotes the skills it followed; returns the skills written
+        (``MemoryOS.end_task``)."""
+        body = {
+            "cube_id": cube_id, "outcome": outcome, "goal": goal,
+            "skill_ids": None if skill_ids is None else list(skill_ids),
+        }  # fmt: skip
+        path = f"/sessions/{path_segment(session_id)}/end"
+        answer = yield from self._http.json("POST", path, body=body)
+        return [read(item_from_wire, s) for s in answer["skills"]]
+
+    def get_image(self, item_id: str, *, cube_id: str) -> Exchange[tuple[str, bytes]]:
+        """The media type and bytes of an image a message sent (``MemoryOS.get_image``);
+        ``NotFoundError`` for an image kept only as an address (never downloaded)."""
+        response = yield from self._http.send("GET", _item_path(cube_id, item_id) + "/image")
+        media = response.headers.get("content-type", "").split(";")[0].strip()
+        return media, response.content
 
     def _item(self, method: str, path: str, **options: Any) -> Exchange[MemoryItem]:
         return read(item_from_wire, (yield from self._http.json(method, path, **options)))

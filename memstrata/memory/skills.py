@@ -35,7 +35,13 @@ import numpy as np
 
 from memstrata.errors import ValidationError
 from memstrata.filters import Filters
-from memstrata.limits import MAX_FEEDBACK_TARGETS, MAX_SKILL_STEPS, MAX_TASK_ITEMS
+from memstrata.limits import (
+    MAX_FEEDBACK_TARGETS,
+    MAX_QUERY_CHARS,
+    MAX_SKILL_STEPS,
+    MAX_TASK_ITEMS,
+    check_text,
+)
 from memstrata.memory.access import check_id
 from memstrata.memory.components import Components
 from memstrata.memory.items import Items
@@ -76,7 +82,8 @@ class Skills:
         goal: str | None = None,
         skill_ids: Sequence[str] | None = None,
     ) -> list[MemoryItem]:
-        """Record how the task of ``session_id`` in ``cube_id`` ended (needs ``write``).
+        """Record how the task of ``session_id`` in ``cube_id`` ended (needs ``write``); a
+        ``goal`` is a client's text (``check_text``, at most ``MAX_QUERY_CHARS``).
 
         ``success``: the skill distilled (new, or the next version of the same goal's);
         ``failure``: the skills demoted (``skill_ids``, else the same goal's).  Returns the
@@ -86,6 +93,8 @@ class Skills:
         check_id(session_id, "session_id")
         if goal is not None and (not isinstance(goal, str) or not goal.strip()):
             raise ValidationError("goal must be a non-empty string")
+        if goal is not None:  # the one rule for a client's text: a NUL never reaches the store
+            check_text(goal, "goal", MAX_QUERY_CHARS)
         cube = self._access.writable_cube(user_id, cube_id)
         steps = self._trajectory(cube.cube_id, session_id)
         calls = [i for i in steps if i.type == "tool_call"]

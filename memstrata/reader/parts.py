@@ -51,6 +51,9 @@ _MAGIC = (
     (b"GIF87a", "image/gif"),
     (b"GIF89a", "image/gif"),
 )
+#: Every media type an image is kept as: the only ones a surface shows as an image
+#: (``memory.media``; any other type is served as opaque bytes, never rendered).
+IMAGE_TYPES: tuple[str, ...] = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _TEXT_PARTS = ("text", "input_text", "output_text")
 _IMAGE_PARTS = ("image_url", "input_image")
 _FILE_PARTS = ("input_file", "file")

@@ -32,6 +32,7 @@ from memstrata.server.routes import (
     ops,
     product,
     retrieval,
+    sessions,
     users,
 )
 from memstrata.server.ui import install as install_ui
@@ -59,7 +60,7 @@ def create_app(memory: MemoryOS) -> FastAPI:
     app.state.metrics = Metrics()
     handlers.install(app)
     app.include_router(ops.public)
-    for module in (users, cubes, memcube, memories, lifecycle, retrieval, ops, product):
+    for module in (users, cubes, memcube, memories, sessions, lifecycle, retrieval, ops, product):
         app.include_router(module.router)
     install_ui(app)
     app.add_middleware(BodyLimit, max_bytes=memory.settings.max_request_bytes)

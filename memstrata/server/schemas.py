@@ -34,6 +34,7 @@ from memstrata.limits import (
     MAX_MESSAGES,
     MAX_QUERY_CHARS,
     MAX_REASON,
+    MAX_TOOLS,
     MAX_TOP_K,
     MAX_WAIT_S,
 )
@@ -183,8 +184,13 @@ class AddIn(_Body):
     ) = Field(
         default=None,
         description=(
-            "Chat messages: each {content, role?, name?, timestamp?, id?, metadata?, expires_at?}."
+            "Chat messages: each {content, role?, name?, timestamp?, id?, metadata?, expires_at?};"
+            " OpenAI-format tool_calls, tool results (role tool, tool_call_id) and content parts"
+            " (docs/tools-skills.md)."
         ),
+    )
+    tools: Annotated[list[dict[str, Any]], Field(max_length=MAX_TOOLS)] | None = Field(
+        default=None, description="OpenAI tool definitions: stored as the tools' schemas."
     )
     memory_content: str | None = Field(
         default=None, max_length=MAX_CONTENT_CHARS, description="One text to remember."

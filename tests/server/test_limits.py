@@ -32,6 +32,7 @@ from memstrata.limits import (
     MAX_WAIT_S,
 )
 from memstrata.memory.kinds import KINDS, SEARCH_INCLUDE
+from memstrata.memory.skills import OUTCOMES
 from memstrata.model import (
     CUBE_KINDS,
     FEEDBACK_KINDS,
@@ -53,7 +54,7 @@ CORE_ENUMS = {
     tuple(values)
     for values in (ROLES, CUBE_KINDS, PERMISSIONS, TIERS, ITEM_TYPES, STATUSES,
                    states.INCLUDABLE, TARGETS, get_args(TaskStatus), FEEDBACK_KINDS,
-                   SEARCH_INCLUDE)
+                   SEARCH_INCLUDE, OUTCOMES)
 }  # fmt: skip
 
 #: Each bound of the REST API: where → keyword → the core's value.
@@ -80,6 +81,7 @@ REST_BOUNDS: dict[str, dict[str, float]] = {
     "RollbackIn.reason": {"maxLength": MAX_REASON},
     "EraseIn.reason": {"maxLength": MAX_REASON},
     "FeedbackIn.text": {"maxLength": MAX_QUERY_CHARS},
+    "EndTaskIn.goal": {"maxLength": MAX_QUERY_CHARS},
     "FeedbackIn.corrected": {"maxLength": MAX_CONTENT_CHARS},
     "WaitIn.timeout_s": {"minimum": 0, "maximum": MAX_WAIT_S},
     "RollbackIn.version": {"minimum": 1},  # versions count from 1
@@ -109,6 +111,7 @@ MCP_BOUNDS: dict[str, dict[str, float]] = {
     "add_memory.agent_response": {"maxLength": MAX_CONTENT_CHARS},
     "update_memory.text": {"maxLength": MAX_CONTENT_CHARS},
     "feedback.text": {"maxLength": MAX_QUERY_CHARS},
+    "end_task.goal": {"maxLength": MAX_QUERY_CHARS},
     "feedback.corrected": {"maxLength": MAX_CONTENT_CHARS},
     **{f"{tool}.reason": {"maxLength": MAX_REASON} for tool in REASONED},
 }

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import pydantic
-from fastapi import Query, Request
+from fastapi import Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from starlette.datastructures import UploadFile
@@ -17,8 +17,9 @@ from memstrata.errors import ValidationError
 from memstrata.limits import MAX_OFFSET, MAX_TOP_K
 from memstrata.memory.system import MemoryOS
 from memstrata.model import ItemType, Status, Tier, User
+from memstrata.reader.parts import IMAGE_TYPES
 from memstrata.server.auth import Caller, Memory
-from memstrata.server.routes import check_self, make_router
+from memstrata.server.routes import JSON_ERRORS, check_self, make_router
 from memstrata.server.schemas import Added, AddIn, ErrorBody, MemoryOut, UpdateIn, VersionOut
 
 router = make_router("memories")
@@ -64,7 +65,9 @@ async def add_memories(request: Request, memory: Memory, user: Caller) -> Added:
     """Remember chat ``messages`` or one ``memory_content`` text (JSON), or a document (multipart).
 
     Needs write on the cube.  Messages are searchable when this returns; a document is split into
-    chunks (each a ``long``/``chunk`` item with its span in the document as its source).
+    chunks (each a ``long``/``chunk`` item with its span in the document as its source).  Tool
+    calls, tool results, content parts and ``tools`` are stored as ``MemoryOS.add`` stores them
+    (tool schemas and calls, images, files: docs/tools-skills.md); the ids are of every item.
     """
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media == "multipart/form-data":
@@ -82,6 +85,7 @@ async def add_memories(request: Request, memory: Memory, user: Caller) -> Added:
         cube_id=body.cube_id,
         session_id=body.session_id,
         expires_at=body.expires_at,
+        tools=body.tools,
     )
     return Added(ids=ids)
 
@@ -224,3 +228,41 @@ def history(cube_id: str, memory_id: str, memory: Memory, user: Caller) -> list[
     """Oldest first, each with who made it, when and why."""
     versions = memory.history(memory_id, user_id=user.user_id, cube_id=cube_id)
     return [VersionOut.of(v) for v in versions]
+
+
+_IMAGE = {
+    "description": "The image's bytes (PNG, JPEG, GIF or WebP; the bytes decided the type)",
+    "content": {media: {"schema": {"type": "string", "format": "binary"}} for media in IMAGE_TYPES},
+}
+
+
+@router.get(
+    "/memories/{cube_id}/{memory_id}/image",
+    response_class=Response,
+    responses={**JSON_ERRORS, 200: _IMAGE},
+    summary="The bytes of an image a message sent",
+)
+def get_image(cube_id: str, memory_id: str, memory: Memory, user: Caller) -> Response:
+    """An ``image`` item's file (``MemoryOS.get_image``; needs read); 404 for another item, an
+    image kept as an address (never fetched), or one whose file changed on disk."""
+    media, data = memory.get_image(memory_id, user_id=user.user_id, cube_id=cube_id)
+    return Response(data, headers=image_headers(media, memory_id))
+
+
+def image_headers(media: str, memory_id: str) -> dict[str, str]:
+    """The headers an image is served with, on the inspector's origin: its bytes are a client's.
+
+    Shown inline only as one of the four image types; any other type (an item's metadata is a
+    writer's to change) is a download of opaque bytes.  ``nosniff`` stops a browser from reading
+    the bytes as another type, and the sandboxing policy from running script in them even when
+    the page is opened on its own.
+    """
+    shown = media in IMAGE_TYPES
+    name = "".join(c for c in memory_id if c.isalnum() or c in "-_") or "image"
+    return {
+        "Content-Type": media if shown else "application/octet-stream",
+        "Content-Disposition": "inline" if shown else f'attachment; filename="{name}"',
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'; sandbox",
+        "Cache-Control": "private, no-store",
+    }
