@@ -38,6 +38,7 @@ from memstrata.cli import cli
 from memstrata.cli.mcp import mcp as mcp_command
 from memstrata.errors import CubeNotFound, PermissionDenied
 from memstrata.lifecycle import states
+from memstrata.memory.kinds import KINDS
 from memstrata.server.mcp import Caller, Included, Target, Tools, fixed_caller
 
 pytestmark = pytest.mark.anyio
@@ -313,7 +314,8 @@ async def _lifecycle_errors(session: ClientSession, item_id: str) -> None:
     ]
     assert "Input should be 'activated', 'merged', 'archived' or 'frozen'" in rejected[0]
     assert "Input should be greater than or equal to 1" in rejected[1]
-    assert "Input should be 'merged', 'archived' or 'frozen'" in rejected[2]
+    included = "'merged', 'archived', 'frozen', 'text', 'tool' or 'skill'"  # states and kinds
+    assert f"Input should be {included}" in rejected[2]
 
 
 async def _erase_tools(session: ClientSession) -> None:
@@ -462,7 +464,7 @@ def test_erase_memory_erases_only_the_callers_own_data(mos: MemoryOS, alice_cube
 def test_the_state_arguments_are_the_lifecycles() -> None:
     targets = {state for moves in states.TRANSITIONS.values() for state in moves}
     assert set(get_args(Target)) == targets
-    assert get_args(Included) == states.INCLUDABLE
+    assert get_args(Included) == (*states.INCLUDABLE, *KINDS)  # states, and memory kinds
 
 
 def test_fixed_caller_refuses_a_cube_of_someone_else(mos: MemoryOS, alice_cube: str) -> None:

@@ -19,9 +19,11 @@ from memstrata.limits import (
     MAX_FEEDBACK_TARGETS,
     MAX_QUERY_CHARS,
     MAX_REASON,
+    MAX_TOOLS,
     MAX_TOP_K,
 )
 from memstrata.memory.kinds import SearchInclude
+from memstrata.memory.skills import Outcome
 
 #: The states ``transition_memory`` can move to (``lifecycle.states.Target``).
 Target = states.Target
@@ -70,8 +72,46 @@ Messages = Annotated[
     list[dict[str, Any]],
     Field(
         description="Messages, each {content, role?, name?, timestamp?, id?, metadata?}; "
-        "a message whose id is already stored is not stored twice."
+        "a message whose id is already stored is not stored twice. OpenAI chat format: an "
+        "assistant's tool_calls, tool results (role tool, tool_call_id) and content as a list "
+        "of parts (text, image_url with a data: URL, input_file) are stored as tool calls, "
+        "images and documents."
     ),
+]
+ToolSteps = Annotated[
+    list[dict[str, Any]] | None,
+    Field(
+        description="The tool use between the two, in OpenAI chat format: assistant messages "
+        "with tool_calls and the tools' results (role tool, tool_call_id); each call is stored "
+        "with its arguments, outcome and a bounded summary of its result."
+    ),
+]
+ToolDefs = Annotated[
+    list[dict[str, Any]] | None,
+    Field(
+        max_length=MAX_TOOLS,
+        description="Definitions of the tools called ({type: function, function: {name, "
+        "description, parameters}}): stored once per version as the tools' schemas.",
+    ),
+]
+SessionArg = Annotated[
+    str | None, Field(description="The session (one task of yours) these belong to.")
+]
+EndSession = Annotated[str, Field(description="The session whose task ended.")]
+OutcomeArg = Annotated[
+    Outcome,
+    Field(description="success: learn a skill from the run; failure: demote the skills used."),
+]
+Goal = Annotated[
+    str | None,
+    Field(
+        max_length=MAX_QUERY_CHARS,
+        description="What the task was for; default: the session's first user message.",
+    ),
+]
+SkillIds = Annotated[
+    list[str] | None,
+    Field(description="On failure, the skills the run followed; default: the same goal's."),
 ]
 TargetArg = Annotated[
     Target,

@@ -7,14 +7,17 @@ the SDK's ``ToolError`` with the core error's one line (``reporting.reported``).
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ImageContent
 
 from memstrata.limits import MAX_TOP_K
 from memstrata.memory import shaping
 from memstrata.memory.system import MemoryOS
 from memstrata.model import MemoryItem, Permission, utcnow
+from memstrata.reader.parts import IMAGE_TYPES
 from memstrata.server.mcp.args import (
     AgentResponse,
     AsOf,
@@ -24,22 +27,29 @@ from memstrata.server.mcp.args import (
     Corrected,
     CubeArg,
     CubeIds,
+    EndSession,
     EraseCube,
     EraseSession,
     FeedbackIds,
     FeedbackText,
     Filters,
+    Goal,
     Include,
     InCube,
     MaxResults,
     MemoryFilter,
     Messages,
     NewText,
+    OutcomeArg,
     Query,
     Reason,
+    SessionArg,
     Since,
+    SkillIds,
     Subject,
     TargetArg,
+    ToolDefs,
+    ToolSteps,
     TopK,
     UserInput,
     VersionArg,
@@ -62,11 +72,12 @@ class Tools:
         "add_memories", "get_memory", "update_memory", "delete_memory", "transition_memory",
         "memory_history", "rollback_memory", "erase_memory", "list_cubes", "share_cube",
         "revoke_cube", "list_grants", "audit", "list_artifacts", "build_activation", "feedback",
+        "end_task", "get_image",
     )  # fmt: skip
     #: Tools that change nothing (MCP's ``readOnlyHint``: a client may call them unasked).
     READ_ONLY = (
         "retrieve_memory", "get_user_profile", "get_preferences", "search_memories", "get_memory",
-        "memory_history", "list_cubes", "list_grants", "audit", "list_artifacts",
+        "memory_history", "list_cubes", "list_grants", "audit", "list_artifacts", "get_image",
     )  # fmt: skip
     #: Tools whose effect cannot be undone here (``destructiveHint``: a client should confirm).
     DESTRUCTIVE = ("delete_memory", "erase_memory", "revoke_cube", "feedback")
@@ -85,21 +96,29 @@ class Tools:
         timestamp: str | None = None,
         meta_data: dict[str, Any] | None = None,
         cube_id: CubeArg = None,
+        tool_steps: ToolSteps = None,
+        tools: ToolDefs = None,
+        session_id: SessionArg = None,
     ) -> dict[str, Any]:
-        """Remember one exchange: what the user said and what the assistant answered.
+        """Remember one exchange: what the user said and what the assistant answered, with the
+        tools the assistant called on the way (tool_steps) if any.
 
         timestamp: when it happened (ISO 8601, e.g. 2026-05-01 14:30:00); default now.
-        Returns the ids of the two stored turns.
+        Returns the ids of the stored items: the two turns, and each tool call and new tool
+        schema.  Give a session_id to end_task later.
         """
         user, cube = self._caller.scope(cube_id)
         common: dict[str, Any] = {"metadata": meta_data or {}}
-        if timestamp is not None:
-            common["timestamp"] = timestamp
+        when = {} if timestamp is None else {"timestamp": timestamp}
+        steps = [{**when, **step} for step in tool_steps or ()]
         messages = [
-            {"role": "user", "name": user, "content": user_input, **common},
-            {"role": "assistant", "name": ASSISTANT, "content": agent_response, **common},
+            {"role": "user", "name": user, "content": user_input, **common, **when},
+            *steps,
+            {"role": "assistant", "name": ASSISTANT, "content": agent_response, **common, **when},
         ]
-        ids = self._memory.add(messages, user_id=user, cube_id=cube)
+        ids = self._memory.add(
+            messages, user_id=user, cube_id=cube, session_id=session_id, tools=tools
+        )
         return {"status": "success", "message": "memory added", "cube_id": cube, "ids": ids}
 
     @tool
@@ -209,12 +228,50 @@ class Tools:
 
     @tool
     def add_memories(
-        self, messages: Messages, session_id: str | None = None, cube_id: CubeArg = None
+        self,
+        messages: Messages,
+        session_id: str | None = None,
+        cube_id: CubeArg = None,
+        tools: ToolDefs = None,
     ) -> dict[str, Any]:
-        """Remember messages (turns of a conversation, notes); returns their ids in order."""
+        """Remember messages (turns of a conversation, notes, tool calls and their results,
+        images, files); returns the ids of every item stored, in order."""
         user, cube = self._caller.scope(cube_id)
-        ids = self._memory.add(messages, user_id=user, cube_id=cube, session_id=session_id)
+        ids = self._memory.add(
+            messages, user_id=user, cube_id=cube, session_id=session_id, tools=tools
+        )
         return {"cube_id": cube, "ids": ids}
+
+    @tool
+    def end_task(
+        self,
+        session_id: EndSession,
+        outcome: OutcomeArg = "success",
+        goal: Goal = None,
+        skill_ids: SkillIds = None,
+        cube_id: CubeArg = None,
+    ) -> dict[str, Any]:
+        """Say how the task of a session ended, so the memory learns how to do it: success
+        distils a skill (goal, steps with the tools and argument patterns, pitfalls) from the
+        session's tool calls, or improves the same goal's skill; failure demotes the skills the
+        run followed.  Find skills later with search_memories(include=["skill"]).  Returns the
+        skills written (none when a successful run called no tool)."""
+        user, cube = self._caller.scope(cube_id)
+        skills = self._memory.end_task(
+            user_id=user, cube_id=cube, session_id=session_id, outcome=outcome, goal=goal,
+            skill_ids=skill_ids,
+        )  # fmt: skip
+        return {"cube_id": cube, "skills": [item_to_wire(s) for s in skills]}
+
+    @tool
+    def get_image(self, memory_id: str, cube_id: InCube = None) -> ImageContent:
+        """An image a message sent (a memory of type image, found by its caption), as an image
+        you can look at.  An image kept only as an address was never downloaded: not found."""
+        user = self._caller.user()
+        media, data = self._memory.get_image(memory_id, user_id=user, cube_id=cube_id)
+        if media not in IMAGE_TYPES:  # a writer may change an item's metadata: never relayed
+            raise ToolError(f"memory {memory_id} holds no PNG, JPEG, GIF or WebP image")
+        return ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type=media)
 
     @tool
     def get_memory(self, memory_id: str, as_of: AsOf = None) -> dict[str, Any]:
