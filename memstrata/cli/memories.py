@@ -1,4 +1,5 @@
-"""``memstrata add | search | chat | get | history | update | delete``: memory items."""
+"""``memstrata add | search | chat | get | history | update | delete | end-task | image``: memory
+items, the end of an agent's task (skill memory) and the images messages sent."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import click
 
 from memstrata.cli import render
 from memstrata.cli.app import emit, options, reason_option, user_option, with_memory
+from memstrata.memory.kinds import SEARCH_INCLUDE
+from memstrata.memory.skills import OUTCOMES
 from memstrata.memory.system import MemoryOS
 
 #: The ``--filter`` keys besides ``metadata.KEY`` (see ``search``).
@@ -60,10 +63,15 @@ def _messages(text: str | None, file: IO[str] | None, **fields: str | None) -> A
         return [{"content": text, **given}] if given else text
     if given:
         raise click.UsageError("--role, --name, --timestamp and --id apply to TEXT, not --file")
+    return _json_file(file, "--file")
+
+
+def _json_file(file: IO[str], option: str) -> Any:
+    """The JSON an option's file holds (the core validates what it is)."""
     try:
         return json.load(file)
     except ValueError as exc:
-        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="'--file'") from exc
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint=f"'{option}'") from exc
 
 
 @click.command()
@@ -83,7 +91,14 @@ def _messages(text: str | None, file: IO[str] | None, **fields: str | None) -> A
     "--file",
     type=click.File("r", encoding="utf-8"),
     metavar="FILE",
-    help="JSON list of messages (role, content, name, timestamp, id, metadata); - for stdin.",
+    help="JSON list of messages (role, content, name, timestamp, id, metadata; OpenAI tool_calls, "
+    "tool results and content parts); - for stdin.",
+)
+@click.option(
+    "--tools",
+    type=click.File("r", encoding="utf-8"),
+    metavar="FILE",
+    help="JSON list of OpenAI tool definitions, stored as the tools' schemas.",
 )
 @click.option(
     "--document",
@@ -103,12 +118,13 @@ def add(
     timestamp: str | None,
     external_id: str | None,
     file: IO[str] | None,
+    tools: IO[str] | None,
     document: str | None,
 ) -> None:
     """Remember TEXT (or every message of --file, or the chunks of --document); prints the new
     item ids in order."""
     if document is not None:
-        if text is not None or file is not None:
+        if text is not None or file is not None or tools is not None:
             raise click.UsageError("give one of TEXT, --file or --document")
         path = Path(document)
         ids = memory.add_document(
@@ -118,7 +134,10 @@ def add(
         emit(ids, ids)
         return
     messages = _messages(text, file, role=role, name=name, timestamp=timestamp, id=external_id)
-    ids = memory.add(messages, user_id=user_id, cube_id=cube_id, session_id=session_id)
+    definitions = None if tools is None else _json_file(tools, "--tools")
+    ids = memory.add(
+        messages, user_id=user_id, cube_id=cube_id, session_id=session_id, tools=definitions
+    )
     emit(ids, ids)
 
 
@@ -142,6 +161,13 @@ def add(
     help="Repeatable. KEY: session_id, tier, type, status, since, until (ISO 8601), or "
     "metadata.KEY for equality (VALUE parsed as JSON when it parses).",
 )
+@click.option(
+    "--include",
+    multiple=True,
+    type=click.Choice(SEARCH_INCLUDE),
+    help="Repeatable. A state to search too (merged, archived, frozen), or the kinds of memory "
+    "to search: text (the default), tool (tool schemas and calls), skill.",
+)
 @with_memory
 def search(
     memory: MemoryOS,
@@ -150,11 +176,13 @@ def search(
     cube_ids: tuple[str, ...],
     top_k: int,
     filters: dict[str, Any],
+    include: tuple[str, ...],
 ) -> None:
     """Hybrid (keyword + vector) search for QUERY, best first: score, id, when, who, text."""
     hits = memory.search(
-        query, user_id=user_id, cube_ids=list(cube_ids) or None, top_k=top_k, filters=filters
-    )
+        query, user_id=user_id, cube_ids=list(cube_ids) or None, top_k=top_k, filters=filters,
+        include=list(include) or None,
+    )  # fmt: skip
     emit(hits, render.table(map(render.hit_row, hits)))
 
 
@@ -234,5 +262,57 @@ def delete(memory: MemoryOS, item_id: str, user_id: str, reason: str | None) -> 
     emit(item, [f"deleted {item.id} (version {item.version})"])
 
 
+@click.command("end-task")
+@click.argument("session_id")
+@user_option
+@click.option("--cube", "cube_id", required=True, metavar="CUBE", help="Cube (needs write).")
+@click.option(
+    "--outcome",
+    type=click.Choice(OUTCOMES),
+    default="success",
+    show_default=True,
+    help="success: learn a skill from the session; failure: demote the skills it followed.",
+)
+@click.option("--goal", metavar="TEXT", help="What the task was for  [default: its first turn]")
+@click.option(
+    "--skill", "skill_ids", multiple=True, metavar="ID", help="On failure: a skill it followed."
+)
+@with_memory
+def end_task(
+    memory: MemoryOS,
+    session_id: str,
+    user_id: str,
+    cube_id: str,
+    outcome: str,
+    goal: str | None,
+    skill_ids: tuple[str, ...],
+) -> None:
+    """Say how the agent's task of SESSION_ID ended (skill memory); prints the skills written."""
+    skills = memory.end_task(
+        user_id=user_id, cube_id=cube_id, session_id=session_id, outcome=outcome, goal=goal,
+        skill_ids=list(skill_ids) or None,
+    )  # fmt: skip
+    lines = [f"{s.id}  v{s.version}  {s.status}  {render.short(s.text)}" for s in skills]
+    emit(skills, lines or ["no skill: the session made no successful tool call"])
+
+
+@click.command("image")
+@click.argument("item_id")
+@user_option
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="PATH",
+    help="The file to write the image to (replaced if it exists).",
+)
+@with_memory
+def image(memory: MemoryOS, item_id: str, user_id: str, out: str) -> None:
+    """Write the image a message sent (an item of type image) to a file."""
+    media, data = memory.get_image(item_id, user_id=user_id)
+    Path(out).write_bytes(data)
+    emit({"path": out, "media_type": media, "bytes": len(data)}, [f"{media}, {len(data)} bytes"])
+
+
 #: Every command of this module, as ``memstrata.cli`` adds them.
-COMMANDS = (add, search, chat, get, history, update, delete)
+COMMANDS = (add, search, chat, get, history, update, delete, end_task, image)
