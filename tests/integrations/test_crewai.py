@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 
 from memstrata import AsyncMemoryOS, MemoryOS
+from memstrata.client import AsyncClient, Client
 from memstrata.errors import PermissionDenied, ValidationError
 from tests.integrations.frameworks import framework, run_example
+from tests.server.conftest import Account, Server
 
 framework("crewai.memory.storage.backend", "crewai")
 
@@ -208,6 +210,43 @@ def test_reset_erases_for_good(mos: MemoryOS) -> None:
     )
     assert not any("4321" in i.text for i in every)
     assert other.count() == 1  # another storage in the same cube is untouched
+
+
+def test_the_storage_over_a_client_answers_the_same(
+    server: Server, new_user: Any, tmp_path: Path
+) -> None:
+    """Over the REST API (the storage embeds with the default local model), acting as the
+    key's owner: the reference script's results, and no other user's records."""
+    ann, bob = new_user("ann"), new_user("bob")
+    with Client(server.url, ann.key, timeout=120) as memory:
+        ours = MemstrataStorage(memory)
+        assert script(ours, ours.embedder) == script(
+            LanceDBStorage(path=tmp_path / "lance"), ours.embedder
+        )
+        ours.save([MemoryRecord(id="pin", content="Ann's PIN is 4321")])
+        with pytest.raises(ValidationError):
+            MemstrataStorage(memory, user_id=bob.user_id)
+    with Client(server.url, bob.key, timeout=120) as memory:
+        theirs = MemstrataStorage(memory, embedder=ours.embedder.embedder)
+        assert theirs.count() == 0 and theirs.get_record("pin") is None
+
+
+def test_the_storage_over_an_async_client(server: Server, new_user: Any) -> None:
+    ann: Account = new_user("ann")
+    embedder = server.memory.embedder
+
+    async def run() -> list[Any]:
+        async with AsyncClient(server.url, ann.key, timeout=120) as memory:
+            storage = MemstrataStorage(memory, embedder=embedder)
+            await storage.asave(records())
+            (query,) = storage.embedder(["where does Ann live?"])
+            found = await storage.asearch(query, scope_prefix="/people", limit=1)
+            erased = await storage.adelete(categories=["dates"])
+            left = await storage.acount()
+            await storage.areset()
+            return [[r.content for r, _ in found], erased, left, await storage.acount()]
+
+    assert asyncio.run(run()) == [["Ann lives in Porto"], 2, 3, 0]
 
 
 # CrewAI reads its own deprecated fields (function_calling_llm, allow_code_execution) while it
