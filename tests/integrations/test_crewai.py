@@ -184,6 +184,21 @@ def test_bad_records_change_nothing(mos: MemoryOS) -> None:
     assert storage.count() == 0
 
 
+def test_an_item_that_is_no_record_is_passed_over(mos: MemoryOS) -> None:
+    """An item carrying the storage's marker but no valid record (written by another surface)
+    neither stops a listing nor shows up in it."""
+    storage = MemstrataStorage(mos, user_id="ann")
+    storage.save(records()[:2])
+    forged = {"crew.storage": "crewai", "crew.id": "x", "crew.record": {"importance": 7}}
+    mos.add(
+        [{"content": "not a record", "metadata": forged}], user_id="ann", cube_id=storage.cube_id
+    )
+    assert storage.count() == 2 and storage.get_record("x") is None
+    assert [r.id for r in storage.list_records()] == ["r1", "r0"]
+    (query,) = storage.embedder(["not a record"])
+    assert {r.id for r, _ in storage.search(query)} == {"r0", "r1"}
+
+
 def test_one_users_storage_never_reads_anothers(mos: MemoryOS) -> None:
     ann = MemstrataStorage(mos, user_id="ann")
     ann.save([MemoryRecord(id="pin", content="Ann's PIN is 4321", scope="/secrets")])
