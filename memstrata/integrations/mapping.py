@@ -8,7 +8,9 @@ Every adapter of ``memstrata.integrations`` maps through this module, so the rul
   has a branch per kind.  Each adapter's logic is written once, as sync code: its sync methods
   run it directly, its async methods in a worker thread (``Backend.offload``) whose calls go to
   an ``AsyncMemoryOS`` or ``AsyncClient`` on the caller's event loop when one was given (never a
-  sync client in a thread when an async one was passed).
+  sync client in a thread when an async one was passed).  An adapter whose framework calls
+  memory only from async code uses ``aio.AsyncBackend`` instead: these rules, each call
+  awaited (no worker thread waits on an async memory).
 * **The acting user is fixed when the adapter is made** (``user_id=``): every call it makes
   carries that id, so the core's grant checks are those of every other surface.  With a
   ``Client`` the acting user is the API key's owner: ``user_id=`` may be omitted, and one that

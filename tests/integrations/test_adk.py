@@ -51,26 +51,30 @@ def found(response: Any) -> list[tuple[Any, ...]]:
     )
 
 
-async def script(service: BaseMemoryService) -> list[Any]:
-    """A script of ADK memory calls; what each returns, comparable across services."""
+async def script(
+    service: BaseMemoryService, *, user: str = "ann", stranger: str | None = "bob"
+) -> list[Any]:
+    """A script of ADK memory calls as ``user`` (and a search as ``stranger``, when given);
+    what each returns, comparable across services."""
     out: list[Any] = []
     search = service.search_memory
-    out.append(found(await search(app_name="app", user_id="ann", query="Ann")))
-    session = Session(id="monday", app_name="app", user_id="ann", events=MONDAY)
+    out.append(found(await search(app_name="app", user_id=user, query="Ann")))
+    session = Session(id="monday", app_name="app", user_id=user, events=MONDAY)
     await service.add_session_to_memory(session)
     await service.add_session_to_memory(session)  # again: nothing twice
     await service.add_events_to_memory(
-        app_name="app", user_id="ann", events=TUESDAY, session_id="tuesday"
+        app_name="app", user_id=user, events=TUESDAY, session_id="tuesday"
     )
-    out.append(found(await search(app_name="app", user_id="ann", query="Ann")))
-    out.append(found(await search(app_name="other-app", user_id="ann", query="Ann")))
-    out.append(found(await search(app_name="app", user_id="bob", query="Ann")))
-    await service.delete_memory(app_name="app", user_id="ann", memory_id="e1")
-    await service.delete_memory(app_name="app", user_id="ann", memory_id="never-there")
-    await service.delete_memory(app_name="app", user_id="ann", memory_id=None)
-    out.append(found(await search(app_name="app", user_id="ann", query="Ann")))
+    out.append(found(await search(app_name="app", user_id=user, query="Ann")))
+    out.append(found(await search(app_name="other-app", user_id=user, query="Ann")))
+    if stranger is not None:
+        out.append(found(await search(app_name="app", user_id=stranger, query="Ann")))
+    await service.delete_memory(app_name="app", user_id=user, memory_id="e1")
+    await service.delete_memory(app_name="app", user_id=user, memory_id="never-there")
+    await service.delete_memory(app_name="app", user_id=user, memory_id=None)
+    out.append(found(await search(app_name="app", user_id=user, query="Ann")))
     await service.add_session_to_memory(session)  # a deleted event is not added again
-    out.append(found(await search(app_name="app", user_id="ann", query="Ann")))
+    out.append(found(await search(app_name="app", user_id=user, query="Ann")))
     return out
 
 
