@@ -48,7 +48,7 @@ def test_search_and_context_answer_at_the_edges(mos: MemoryOS, alice_cube: str, 
         cube_id=alice_cube,
     )
     hits = mos.search(query, user_id="alice", cube_ids=[alice_cube], top_k=3)
-    assert [h.item.text for h in hits][:1] == ["I went hiking."]
+    assert hits and "hiking" in hits[0].item.text  # the turn, or what was read from it
     assert "hiking" in mos.context(query, user_id="alice", cube_ids=[alice_cube]).text
 
 

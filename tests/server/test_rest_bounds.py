@@ -183,5 +183,11 @@ def test_context_keeps_its_format_and_budget(owner_cube: OwnerCube) -> None:
     body: dict[str, Any] = {"query": "SYSTEM instructions Porto", "budget_tokens": 100}
     context = owner.http.post("/context", json=body).json()
     assert len(context["text"]) < 3000 and context["tokens"] <= 100
-    for line in context["text"].split("\n"):
+    lines = context["text"].split("\n")
+    # The profile, read from Ann's turns, opens the context with one attribute a line; after it
+    # every line is a header or a dated memory: no stored text starts a line of its own.
+    if lines[0] == "# Profile":
+        lines = lines[lines.index(next(x for x in lines if x.startswith("# R"))) :]
+    assert not [x for x in context["text"].split("\n") if x.startswith(("SYSTEM", "z"))]
+    for line in lines:
         assert line.startswith(("# Relevant memories", "# Recent", "[")), line
