@@ -1,4 +1,4 @@
-"""The data model of DESIGN §2: users, cubes, grants, memory items, versions, events, hits.
+"""The data model: users, cubes, grants, memory items, versions, events, hits.
 
 Plain dataclasses with no behaviour beyond small conveniences; the store maps them to rows.
 Times are timezone-aware UTC ``datetime`` objects.  Ids are time-sortable strings (see ``new_id``).
@@ -38,7 +38,7 @@ DERIVED_TYPES: tuple[str, ...] = ("segment", "fact", "profile", "preference", "k
 #: call of it, a skill distilled from a task; a search returns them when ``include`` asks.
 TOOL_TYPES: tuple[str, ...] = ("tool", "tool_call")
 SKILL_TYPES: tuple[str, ...] = ("skill",)
-#: Statuses a default search returns (DESIGN §4.1).
+#: Statuses a default search returns.
 SEARCHABLE_STATUSES: tuple[Status, ...] = ("generated", "activated")
 
 _PERMISSION_RANK = {p: i for i, p in enumerate(PERMISSIONS)}
@@ -165,7 +165,7 @@ class Source:
 
 @dataclass
 class MemoryItem:
-    """One textual memory, in any tier (DESIGN §2).  Every field is stored; most are optional."""
+    """One textual memory, in any tier.  Every field is stored; most are optional."""
 
     id: str
     cube_id: str
@@ -250,7 +250,7 @@ class Preference:
 
 @dataclass(frozen=True)
 class Event:
-    """One append-only audit record (DESIGN §2)."""
+    """One append-only audit record."""
 
     seq: int
     at: datetime

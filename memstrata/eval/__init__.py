@@ -1,1 +1,1 @@
-"""Evaluation harnesses (DESIGN §11); run them with ``memstrata eval``."""
+"""Evaluation harnesses; run them with ``memstrata eval``."""

@@ -1,4 +1,4 @@
-"""``memstrata eval adapter``: what a cube's LoRA adapter taught the model (DESIGN §6).
+"""``memstrata eval adapter``: what a cube's LoRA adapter taught the model.
 
 A synthetic cube of 50 long-tier facts (``cube_facts``: ten people, each with a job, a city, a
 named pet, a hobby and a favourite food, drawn deterministically from fixed lists) is stored in a

@@ -1,4 +1,4 @@
-"""The lifecycle of a memory item and its legal transitions (DESIGN §5).
+"""The lifecycle of a memory item and its legal transitions.
 
 ::
 

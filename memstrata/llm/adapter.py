@@ -1,5 +1,5 @@
 """A causal LM run by torch and transformers in process, and LoRA adapters trained on it (the
-``adapt`` extra; DESIGN §6, parametric memory).
+``adapt`` extra; parametric memory).
 
 The base model is a GGUF file (transformers reads its weights with the ``gguf`` package and
 dequantises them to float32; the default is the SmolLM2-135M-Instruct Q4_1 file of

@@ -1,4 +1,4 @@
-"""The chat model seam: one ``complete`` call, whatever serves it (DESIGN §1: LLM Protocol).
+"""The chat model seam: one ``complete`` call, whatever serves it (the LLM Protocol).
 
 A backend turns a list of chat messages into a ``Completion``: the answer's text (reasoning
 ``<think>`` blocks removed) and the tokens the server counted.  Backends raise ``LLMError`` for

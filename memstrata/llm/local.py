@@ -5,7 +5,7 @@ The offline demo model is SmolLM2-135M-Instruct, the GGUF file shipped inside th
 loaded on the first call, not at construction, so opening a ``MemoryOS`` stays fast.  One model
 instance is not re-entrant: calls are serialised by a lock, which makes ``LocalChat`` thread-safe.
 
-**Activation memory** (DESIGN §6): ``prefill`` runs the model over the start of a prompt (a
+**Activation memory**: ``prefill`` runs the model over the start of a prompt (a
 cube's stable context) and returns the model's state as an ``Activation``: llama.cpp's own state
 bytes (its KV cache) and the exact token ids they hold.  ``complete``/``stream`` given one load it
 first; llama.cpp then compares the prompt's tokens with the loaded ones and evaluates only the

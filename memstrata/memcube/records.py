@@ -77,7 +77,7 @@ Vectors = npt.NDArray[np.float32]
 
 @dataclass(frozen=True)
 class Artifact:
-    """A cube's artifact (DESIGN §6): the row describing it and where its bytes are.
+    """A cube's artifact: the row describing it and where its bytes are.
 
     ``path`` is the stored file when exporting, the unpacked copy when importing (valid only
     inside ``open_cube``).

@@ -1,4 +1,4 @@
-"""Who may do what: the checks every core call makes before any work (DESIGN §5, "Access").
+"""Who may do what: the checks every core call makes before any work ("Access").
 
 ``Access`` answers the questions every ``MemoryOS`` call asks first: who is this user, may they
 touch that cube or item, is that time in the past, was that cube embedded with this embedder.

@@ -1,4 +1,4 @@
-"""Activation memory (DESIGN §6): a cube's stable context, prefilled once, kept as a KV cache.
+"""Activation memory: a cube's stable context, prefilled once, kept as a KV cache.
 
 A cube's **stable context** is what changes slowly: its current profile attributes, its pinned
 long-tier items, then its newest long-tier facts, preferences and knowledge, rendered as the

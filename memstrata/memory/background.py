@@ -1,4 +1,4 @@
-"""The background work a caller can see and steer (DESIGN §8): wait, task lists, retry a failed
+"""The background work a caller can see and steer: wait, task lists, retry a failed
 task, consolidate now, a cube's artifacts and its KV cache built now.
 
 ``MemoryOS`` delegates here.  The tasks themselves (consolidation, promotion, visit counts) are

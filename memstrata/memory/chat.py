@@ -1,4 +1,4 @@
-"""Chat from memory (DESIGN §4.7): context → chat model → answer, the exchange remembered.
+"""Chat from memory: context → chat model → answer, the exchange remembered.
 
 ``MemoryOS`` delegates here.  One model call per chat, counted against the cube the exchange
 is stored in.  Without a chat model every call is ``LLMNotConfigured``, saying how to configure

@@ -1,4 +1,4 @@
-"""Erasure (DESIGN §5): which items an ``erase`` call reaches, and who may ask for it.
+"""Erasure: which items an ``erase`` call reaches, and who may ask for it.
 
 The store removes the content (``Store.erase_items``); this module decides the scope:
 

@@ -1,4 +1,4 @@
-"""Lifecycle and governance (DESIGN §5, docs/lifecycle.md); ``MemoryOS`` delegates here.
+"""Lifecycle and governance (docs/lifecycle.md); ``MemoryOS`` delegates here.
 
 State transitions (the rules are ``lifecycle.states``), rollback to an old version, the audit
 trail, erasure (its scope: ``memory.erase``) and MemCube export and import (``memory.cubes``).

@@ -1,4 +1,4 @@
-"""The background task that keeps a cube's approximate dense index current (DESIGN §4, §8).
+"""The background task that keeps a cube's approximate dense index current (§8).
 
 After an add, ``added`` asks the store whether the cube's index is due (cheap) and queues one
 ``index_vectors`` task per cube (deduplicated).  The task builds or extends the index in a

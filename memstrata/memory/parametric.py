@@ -1,4 +1,4 @@
-"""Parametric memory (DESIGN §6): a LoRA adapter that has learnt a cube's long-tier facts.
+"""Parametric memory: a LoRA adapter that has learnt a cube's long-tier facts.
 
 ``train`` (``MemoryOS.train_adapter``, and the ``train_adapter`` task) reads the cube's current
 long-tier facts, preferences, knowledge and profile attributes, turns each into question/answer

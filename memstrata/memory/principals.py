@@ -1,4 +1,4 @@
-"""Users, API keys, cubes and grants: who may do what (DESIGN §2); ``MemoryOS`` delegates here.
+"""Users, API keys, cubes and grants: who may do what; ``MemoryOS`` delegates here.
 
 Identity is a user; a surface learns it from an API key (``authenticate``).  Keys are random and
 kept as hashes (``memstrata.keys``).  Cubes are owned (the owner holds ``admin``) and shared by

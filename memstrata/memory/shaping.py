@@ -1,4 +1,4 @@
-"""MemoryOS-style results (DESIGN §9): the shapes MemoryOS's own API returns, made once.
+"""MemoryOS-style results: the shapes MemoryOS's own API returns, made once.
 
 ``memstrata.compat`` (the ``Memoryos`` facade) and the MCP tools (``retrieve_memory``,
 ``get_user_profile``) both answer in MemoryOS's vocabulary — pages, user knowledge, assistant

@@ -1,1 +1,1 @@
-"""The write path's front: turning caller input into memory items (DESIGN §3)."""
+"""The write path's front: turning caller input into memory items."""

@@ -1,4 +1,4 @@
-"""Documents: uploaded bytes → text → chunks with character spans (DESIGN §3, ``add(document)``).
+"""Documents: uploaded bytes → text → chunks with character spans (``add(document)``).
 
 ``parse_document`` reads ``.txt``, ``.md``, ``.json`` and ``.pdf`` from bytes (never from a path a
 client names).  ``chunk_text`` splits text into chunks of at most ``size`` characters that end at

@@ -1,7 +1,7 @@
 """What a reader finds in pages: candidate long-tier memories, each with its evidence.
 
 Every reader (offline rules, an LLM) returns ``Finding`` objects; the long tier decides what
-becomes memory (DESIGN §3.4).  A finding never carries text that is not grounded in its pages:
+becomes memory.  A finding never carries text that is not grounded in its pages:
 readers cite the page ids they read it from.
 """
 

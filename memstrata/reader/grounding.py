@@ -1,4 +1,4 @@
-"""Checking a model's answer before any of it can become memory text (DESIGN §3.5).
+"""Checking a model's answer before any of it can become memory text.
 
 ``parse_findings`` turns the JSON an LLM reader asked for into ``Finding`` objects, strictly:
 

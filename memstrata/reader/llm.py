@@ -1,4 +1,4 @@
-"""The llm reader and summariser (DESIGN §3.5): one structured chat call per batch.
+"""The llm reader and summariser: one structured chat call per batch.
 
 ``LLMReader.read(pages)`` makes one call per batch of pages whose lines fit ``batch_tokens``
 (a hot segment may hold hundreds of pages: more than a small model's context).  The prompt shows each

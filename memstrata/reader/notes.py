@@ -1,4 +1,4 @@
-"""Writing a turn's sentences as notes a careful reader would keep (DESIGN §3.5).
+"""Writing a turn's sentences as notes a careful reader would keep.
 
 A note is one sentence of a turn, rewritten so that it reads correctly out of its conversation:
 

@@ -1,4 +1,4 @@
-"""The offline reader: rules, extractive text and one small learned model; no LLM (DESIGN §3.5).
+"""The offline reader: rules, extractive text and one small learned model; no LLM.
 
 Keywords and extractive summaries for the mid tier; for the long tier, facts (each a sentence
 written as a note, ``reader.notes``, kept when ``reader.worthiness`` says it is worth it),

@@ -1,4 +1,4 @@
-"""Is a note worth keeping?  A small learned model (DESIGN §3.5).
+"""Is a note worth keeping?  A small learned model.
 
 Most sentences of a conversation are not worth a long-term note ("Keep rockin' it!"); some
 are ("Melanie painted a lake sunrise last year").  A logistic regression decides, over

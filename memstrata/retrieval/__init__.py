@@ -1,2 +1,2 @@
 """The read path: hybrid search (live and as of a past time), fusion, query
-decomposition and context packing (DESIGN §4)."""
+decomposition and context packing."""

@@ -1,4 +1,4 @@
-"""The time machine: search memory as it stood at a past moment (DESIGN §5, ``as_of``).
+"""The time machine: search memory as it stood at a past moment (``as_of``).
 
 The state of a cube at time T is, per item, its latest version written at or before T
 (``HistoryStore.items_as_of``).  ``search_as_of`` copies that state into a scratch index of the

@@ -1,4 +1,4 @@
-"""Context packing (DESIGN §4.5): the best memories that fit a token budget, rendered for a prompt.
+"""Context packing: the best memories that fit a token budget, rendered for a prompt.
 
 The rendered context is plain text in sections, each line dated and attributed::
 

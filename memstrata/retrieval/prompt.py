@@ -1,4 +1,4 @@
-"""The chat prompt: a packed context and a question → chat messages (DESIGN §4, ``chat``).
+"""The chat prompt: a packed context and a question → chat messages (``chat``).
 
 One system message says what the memory is and holds, in this order, the cube's stable context
 (``memory.activation``: the same at every question, so a model can keep it cached), today's date

@@ -1,4 +1,4 @@
-"""Hybrid retrieval: BM25 and dense cosine over the caller's cubes, fused by RRF (DESIGN §4)."""
+"""Hybrid retrieval: BM25 and dense cosine over the caller's cubes, fused by RRF."""
 
 from __future__ import annotations
 

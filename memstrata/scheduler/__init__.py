@@ -1,4 +1,4 @@
-"""The durable task scheduler (DESIGN §8): a ``Scheduler`` running the tasks of a ``TaskQueue``."""
+"""The durable task scheduler: a ``Scheduler`` running the tasks of a ``TaskQueue``."""
 
 from memstrata.scheduler.runner import Handler, Scheduler
 from memstrata.store.queue import Task, TaskQueue, TaskStatus

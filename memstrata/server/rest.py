@@ -1,4 +1,4 @@
-"""The REST API (DESIGN §9): ``create_app(memory)`` builds the FastAPI app over one ``MemoryOS``.
+"""The REST API: ``create_app(memory)`` builds the FastAPI app over one ``MemoryOS``.
 
 The app is a thin adapter: each route authenticates the caller by bearer API key (``auth``),
 validates the body (``schemas``), calls one ``MemoryOS`` method with the caller's id and renders

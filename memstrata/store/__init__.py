@@ -1,4 +1,4 @@
-"""Storage behind small Protocols (DESIGN §7); ``Store`` is all of them, ``sqlite`` the default."""
+"""Storage behind small Protocols; ``Store`` is all of them, ``sqlite`` the default."""
 
 from memstrata.store.base import (
     ArchiveStore,

@@ -1,4 +1,4 @@
-"""A cube's artifact files (DESIGN §6), for both engines: written whole or not at all
+"""A cube's artifact files, for both engines: written whole or not at all
 (``write``), removed (``remove``, ``remove_folder``).
 
 Both engines keep an artifact's bytes in a file under the store's artifact folder

@@ -1,4 +1,4 @@
-"""The storage seam (DESIGN §7): small Protocols that a backend implements together as ``Store``.
+"""The storage seam: small Protocols that a backend implements together as ``Store``.
 
 ==================  =====================================================================  ====
 Protocol            what                                                                   size
@@ -273,7 +273,7 @@ class HistoryStore(Protocol):
 
 
 class ErasureStore(Protocol):
-    """Content removed for good, leaving tombstones (ids, times, ops) — DESIGN §5 erasure."""
+    """Content removed for good, leaving tombstones (ids, times, ops)."""
 
     def cubes_with_items_of(self, user_id: str) -> list[str]:
         """The cubes holding items added by ``user_id`` (their ``user_id``), by id."""
@@ -309,7 +309,7 @@ class ErasureStore(Protocol):
 
 
 class UsageStore(Protocol):
-    """LLM calls and tokens counted per cube (DESIGN §8)."""
+    """LLM calls and tokens counted per cube."""
 
     def record_usage(self, cube_id: str, prompt_tokens: int, completion_tokens: int) -> None:
         """Count one LLM call and its tokens against ``cube_id`` (no count is ever lost to a

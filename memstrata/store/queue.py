@@ -1,4 +1,4 @@
-"""The scheduler's durable task queue: the ``Task`` row and the ``TaskQueue`` Protocol (DESIGN §8).
+"""The scheduler's durable task queue: the ``Task`` row and the ``TaskQueue`` Protocol.
 
 A task is a unit of background work (consolidate a segment, promote, re-embed, …) stored as a row,
 so a crash loses none.  Its life::

@@ -1,1 +1,1 @@
-"""The memory tiers of DESIGN §3: working (recent turns), mid (topic segments), long (facts)."""
+"""The memory tiers: working (recent turns), mid (topic segments), long (facts)."""

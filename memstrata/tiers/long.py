@@ -1,4 +1,4 @@
-"""The long tier (DESIGN §3.4): facts, profile attributes, preferences and assistant knowledge.
+"""The long tier: facts, profile attributes, preferences and assistant knowledge.
 
 When a segment is hot enough its unprocessed pages (status ``generated``) are read into findings
 (see ``reader``), and each finding is checked against what the tier already holds about the same

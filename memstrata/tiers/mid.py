@@ -1,4 +1,4 @@
-"""The mid tier (DESIGN §3.3, MemoryOS's mid-term memory): pages grouped into topic segments.
+"""The mid tier (MemoryOS's mid-term memory): pages grouped into topic segments.
 
 A turn leaving the working tier becomes a *page*: it keeps its id, moves to tier ``mid`` (one
 event) and joins the segment it fits best, when

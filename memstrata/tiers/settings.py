@@ -1,4 +1,4 @@
-"""A cube's tier settings (DESIGN §3): capacities, thresholds and the heat formula's weights.
+"""A cube's tier settings: capacities, thresholds and the heat formula's weights.
 
 They live in ``Cube.settings`` under these names; a cube created without them gets the defaults.
 ``TierSettings.parse`` validates a mapping and names the allowed range of any bad value, so a

@@ -1,4 +1,4 @@
-"""The tiers' background work (DESIGN §3, §8): the scheduler tasks that move memories between
+"""The tiers' background work (§8): the scheduler tasks that move memories between
 tiers, and the read counts that heat segments.
 
 Tasks: ``consolidate`` (a cube's working overflow into the mid tier, queued after each add),
@@ -87,7 +87,7 @@ class TierTasks:
     def note_reads(self, items: Iterable[MemoryItem]) -> None:
         """Count reads; a ``visits`` task writes them out every ``READS_FLUSH_S`` seconds.
 
-        Nothing is written on the search path itself (DESIGN §4.6); counts not yet flushed are
+        Nothing is written on the search path itself; counts not yet flushed are
         lost if the process dies, which only makes a topic a little colder.
         """
         with self._reads_lock:

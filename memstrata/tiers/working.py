@@ -1,4 +1,4 @@
-"""The working tier (DESIGN §3.2, MemoryOS's short-term memory): each session's recent turns.
+"""The working tier (MemoryOS's short-term memory): each session's recent turns.
 
 A turn is added to the working tier.  Consolidation keeps the newest ``working_capacity`` turns
 of every session there and moves the older ones to the mid tier as pages (same ids, one event

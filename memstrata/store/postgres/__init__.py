@@ -1,5 +1,5 @@
 """The PostgreSQL engine (scale-out): pgvector, ``tsvector`` full text, a pooled connection per
-thread (DESIGN §7).  Needs the ``postgres`` extra (psycopg 3)."""
+thread.  Needs the ``postgres`` extra (psycopg 3)."""
 
 from memstrata.store.postgres.store import PostgresStore
 from memstrata.store.postgres.tasks import PostgresTaskQueue

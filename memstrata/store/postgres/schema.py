@@ -1,6 +1,6 @@
 """The PostgreSQL schema and its forward migrations.
 
-The same data model as the SQLite file (DESIGN §2; ``memstrata/store/sqlite/schema.py``), laid out
+The same data model as the SQLite file (``memstrata/store/sqlite/schema.py``), laid out
 for PostgreSQL: times as epoch seconds (``double precision``), lists and objects as JSON text, so
 one row mapping (``memstrata.store.rows``) serves both engines.  What differs:
 

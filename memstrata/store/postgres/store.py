@@ -1,4 +1,4 @@
-"""The scale-out backend: PostgreSQL with pgvector (DESIGN §7), for many processes on many
+"""The scale-out backend: PostgreSQL with pgvector, for many processes on many
 machines.
 
 ``PostgresStore`` is PostgreSQL's database (``connection.py``: a connection pool, the dialect),

@@ -1,5 +1,5 @@
 """``UsageStore`` over the ``llm_usage`` and ``llm_usage_daily`` tables, for both engines: LLM calls
-and tokens counted per cube, in all and per UTC day (DESIGN §8).
+and tokens counted per cube, in all and per UTC day.
 
 One upsert per call adds to the cube's running totals inside one write transaction (SQLite's one
 writer, PostgreSQL's row lock), so concurrent workers (threads or processes) never lose a count.

@@ -1,4 +1,4 @@
-"""The SQLite engine (the embedded default): one file, WAL, FTS5 and numpy vectors (DESIGN §7)."""
+"""The SQLite engine (the embedded default): one file, WAL, FTS5 and numpy vectors."""
 
 from memstrata.store.sqlite.store import SQLiteStore
 from memstrata.store.sqlite.tasks import SQLiteTaskQueue

@@ -5,7 +5,7 @@ file lacks, in order, each inside the caller's write transaction, and records it
 ``schema_migrations``.  Migrations only move forward: a file whose recorded version is newer than
 ``LATEST`` is refused (``SchemaTooNew``) rather than guessed at.
 
-Version 1 is the complete data model of DESIGN §2 (users, keys, cubes, grants, items with every
+Version 1 is the complete data model (users, keys, cubes, grants, items with every
 field, versions, vectors, full text, events, tasks, artifacts), so later features add behaviour,
 not tables.
 """
@@ -61,7 +61,7 @@ def _v2(conn: sqlite3.Connection) -> None:
 
 @migration(3, "llm usage")
 def _v3(conn: sqlite3.Connection) -> None:
-    # Calls and tokens spent on a cube's LLM work (DESIGN §8), one running total per cube.
+    # Calls and tokens spent on a cube's LLM work, one running total per cube.
     conn.execute(
         "CREATE TABLE llm_usage (cube_id TEXT PRIMARY KEY, calls INTEGER NOT NULL DEFAULT 0,"
         " prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,"
