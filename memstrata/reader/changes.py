@@ -143,9 +143,14 @@ _DETERMINERS = re.compile(
 _ENDED: list[re.Pattern[str]] = [
     re.compile(rf"\bmoved (?:out of|away from) {_CAP}"),
     re.compile(rf"\b(?:relocated|moved|transferred|switched|changed) (?:\w+ )?from (?:the |my )?{_THING} to\b"),
-    re.compile(rf"\b(?:quit|left|gave up|give up|stopped|dropped|put|lost interest in|ditched|done with|"
-               rf"tired of|over|sold|got rid of|traded in|replaced|retired from|forget|no more) "
+    # a verb that ends its object; "over" only as "I'm over X" ("a sunset over the ocean"
+    # ends nothing), "put" only as "put X aside" ("I put so much into it" ends nothing)
+    re.compile(rf"\b(?:quit|left|gave up|give up|stopped|dropped|lost interest in|ditched|done with|"
+               rf"tired of|sold|got rid of|traded in|replaced|retired from|no more) "
                rf"(?:on )?{_THING}{_END}"),
+    re.compile(rf"\b(?:I'm|I am|[Ww]e're|[Ww]e are)(?: so| totally| completely| really)? over "
+               rf"(?!the moon){_THING}{_END}"),
+    re.compile(rf"\bput (?:the |my )?{_THING} (?:aside|on hold|behind me|behind us)\b"),
     re.compile(rf"\b(?:broke up|split up|separated|divorced) (?:with|from) {_CAP}"),
     re.compile(rf"\b{_CAP} and I (?:broke up|split|split up|separated|divorced)"),
     re.compile(rf"\b(?:things|it's over|it is over) with {_CAP}"),
@@ -166,6 +171,11 @@ _CHANGE = re.compile(
     r"transferred|relocated|not any more|used to|over)\b",
     re.I,
 )
+#: A negation just before an ending verb ("won't quit", "don't give up on", "never left").
+_NEGATED = re.compile(r"(?:\b(?:not|never|no longer)|n't)(?: \w+){0,2}\s*$", re.I)
+#: Words an ended value never starts with: after them the verb has no thing as its object.
+_PREPOSITIONS = frozenset({"into", "in", "for", "to", "at", "with", "off", "out", "up", "down",
+                           "from", "about", "of", "by", "through"})  # fmt: skip
 _NOT_VALUES = frozenset({"it", "that", "this", "them", "there", "here", "home", "work", "job",
                          "me", "you", "everything", "nothing", "something", "all", "way"})  # fmt: skip
 
@@ -223,12 +233,19 @@ def _someone_else(before: str) -> bool:
 
 
 def ended(sentence: str) -> list[str]:
-    """The values ``sentence`` says no longer hold ("moved out of Lisbon" → Lisbon)."""
+    """The values ``sentence`` says no longer hold ("moved out of Lisbon" → Lisbon).
+
+    Not a value: what a negation comes just before ("I won't quit my dreams", "don't give up
+    on it", "I'll never forget that day" say the opposite of an ending), nor words that start
+    with a preposition ("left for our vacation", "dropped off the cake"): the verb then does
+    not take a thing as its object."""
     values = []
     for rx in _ENDED:
         for m in rx.finditer(sentence):
             value = _clean(m.group(1))
-            if value and value.lower() not in _NOT_VALUES:
+            if not value or value.lower() in _NOT_VALUES or _NEGATED.search(sentence[: m.start()]):
+                continue
+            if value.split()[0].lower() not in _PREPOSITIONS:
                 values.append(value)
     return list(dict.fromkeys(values))
 

@@ -10,11 +10,11 @@ question asks (no model: a few words and the verb's tense); ``weigh`` moves the 
   stating what replaced it take its score when theirs is lower (fetched when they were not
   candidates): the newest statement ranks above the one it replaced;
 * past: an item that stopped holding is multiplied by ``PAST_IN_PAST`` (> 1);
-* neither: an item that stopped holding by ``PAST_IN_NEUTRAL``.
+* neither: an item that stopped holding by ``PAST_IN_NEUTRAL`` (1: not weighed).
 
-Chatter: a turn that is only a question, a greeting or a pleasantry ("How was your weekend?",
-"Good morning!", "Thanks!") is multiplied by ``SMALL_TALK`` (``small_talk``; a turn that only
-asks a question by ``QUESTION``: its answer follows it), and so is a
+Chatter: a turn that is only greetings and pleasantries ("How was your weekend?", "Good
+morning!", "Thanks!") is multiplied by ``SMALL_TALK`` (``small_talk``; a turn that asks about
+something, even beside a greeting, by ``QUESTION``, 1: its answer follows it), and so is a
 segment whose pages were all small talk (``metadata["small_talk"]``, written by the mid tier):
 neither answers a question, and both share its everyday words.
 """
@@ -37,13 +37,19 @@ EVERYTHING = Filters()
 PAST_IN_PRESENT = 0.4
 #: Factor on an item that stopped holding, for a question about the past.
 PAST_IN_PAST = 1.5
-#: Factor on an item that stopped holding, for a question that says neither.
-PAST_IN_NEUTRAL = 0.8
+#: Factor on an item that stopped holding, for a question that says neither: none, since
+#: such a question ("When did Ann move?") may be about any time (LoCoMo dev: 430 of 760).
+PAST_IN_NEUTRAL = 1.0
 #: Factor on a turn or segment that is only small talk (greetings, pleasantries).
 SMALL_TALK = 0.5
-#: Factor on a turn that only asks: it is answered by the next turn, which it brings along
-#: (``search.expand_chain``), so it is weighed down less than chatter.
-QUESTION = 0.8
+#: Factor on a turn that asks about something ("What got you into running?"): none.  Between
+#: two people a question sets the topic its answer takes up, and is often part of the
+#: evidence (at 0.8 LoCoMo dev lost questions whose evidence was such a turn); only
+#: pleasantries are chatter.
+QUESTION = 1.0
+#: A sentence starting like a pleasantry is one up to this many words ("Thanks so much!");
+#: a longer one says something more.
+PLEASANTRY_WORDS = 6
 
 _PAST = re.compile(
     r"\b(?:before|used to|use to|previously|formerly|former|originally|at first|back then|in the past|"
@@ -85,7 +91,13 @@ def small_talk(text: str) -> bool:
     said = [s.strip() for s in _SENTENCE.findall(text) if s.strip(" .!?,")]
     if not said:
         return True
-    return all(s.endswith("?") or (_PLEASANTRY.match(s) and len(s.split()) <= 6) for s in said)
+    return all(s.endswith("?") or _pleasantry(s) for s in said)
+
+
+def _pleasantry(sentence: str) -> bool:
+    """Whether ``sentence`` is a greeting or a pleasantry ("How was your weekend?"): it starts
+    like one and has at most ``PLEASANTRY_WORDS`` words."""
+    return _PLEASANTRY.match(sentence) is not None and len(sentence.split()) <= PLEASANTRY_WORDS
 
 
 def weigh(
@@ -111,7 +123,9 @@ def _chatter(item: MemoryItem) -> float:
     if item.type != "turn" or not small_talk(item.text):
         return 1.0
     said = [s.strip() for s in _SENTENCE.findall(item.text) if s.strip(" .!?,")]
-    asks = all(s.endswith("?") for s in said) and not any(_PLEASANTRY.match(s) for s in said)
+    # a question beside a greeting ("Wow! What got you into running?") still asks about
+    # something: it is weighed as a question, not as chatter
+    asks = any(s.endswith("?") and not _pleasantry(s) for s in said)
     return QUESTION if asks else SMALL_TALK
 
 

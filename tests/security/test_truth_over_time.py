@@ -10,10 +10,14 @@ outrank an answer.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from memstrata import MemoryOS
 from memstrata.filters import Filters
+from memstrata.model import Hit
+from memstrata.retrieval import timeline
 
 pytestmark = pytest.mark.engines("sqlite", "postgres")
 
@@ -128,3 +132,72 @@ def test_giving_up_an_activity_ends_it_and_keeps_the_others(mos: MemoryOS) -> No
     interests = {a.value for a in mos.get_profile(user_id=user, cube_id=cube)
                  if a.key == "interest"}  # fmt: skip
     assert "running" not in interests and "painting" in interests
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "kind", "value"),
+    [
+        ("Someone wrote me a letter about my blog. It reminded me why I love writing.",
+         "I'll never forget seeing my lines acted out. All the hard work I put into writing "
+         "paid off!", "preference", "writing"),
+        ("I go running every weekend.", "I won't quit running, whatever my knees say.",
+         "profile", "running"),
+        ("I love dancing, it's my passion.", "I'm not going to give up dancing, ever.",
+         "preference", "dancing"),
+    ],
+)  # fmt: skip
+def test_a_turn_that_ends_nothing_closes_nothing(
+    mos: MemoryOS, first: str, later: str, kind: str, value: str
+) -> None:
+    """Finding 7 of issue 25 (the LoCoMo regression): "All the hard work I put into writing
+    paid off" was read as writing having ended ("put" as in "put X aside"), and so were "I'll
+    never forget …", "I won't quit …" and "I'm not going to give up …": the preference, and
+    the turn that stated it, were closed, and every question about that turn ranked it down."""
+    _, cube, (said, _) = _story(mos, "Jo", ("2024-01-10", first), ("2024-04-09", later))
+    wanted = Filters(tiers=("long",), types=(kind,))
+    held = [i for i in mos.store.list_items(cube, wanted)
+            if value in (i.key, i.metadata.get("value"))]  # fmt: skip
+    assert held and all(i.valid_to is None for i in held)
+    turns = mos.store.list_items(cube, Filters(types=("turn",)))
+    assert [t.valid_to for t in turns if t.external_id == said] == [None]
+
+
+@pytest.mark.parametrize(
+    ("text", "weight"),
+    [
+        ("Wow! What got you into running?", 1.0),
+        ("Wow, that looks great Joanna! Is that your third one?", 1.0),
+        ("Oh? Are you going to invite your tournament friends?", 1.0),
+        ("How was your weekend?", timeline.SMALL_TALK),
+        ("Hi! How are you today?", timeline.SMALL_TALK),
+    ],
+)
+def test_a_question_beside_a_greeting_is_not_chatter(
+    mos: MemoryOS, text: str, weight: float
+) -> None:
+    """Finding 8 of issue 25 (the LoCoMo regression): a turn asking about something beside a
+    greeting ("Wow! What got you into running?") was weighed as small talk (x0.5), and one
+    that only asked as a question (x0.8), though between two people such a turn sets the topic
+    its answer takes up and is itself evidence (LoCoMo dev lost its questions about them);
+    only greetings and pleasantries are chatter now."""
+    _, cube, (said,) = _story(mos, "Mel", ("2024-01-10", "I run every morning."))
+    (turn,) = [t for t in mos.store.list_items(cube, Filters(types=("turn",)))
+               if t.external_id == said]  # fmt: skip
+    (hit,) = timeline.weigh(mos.store, [Hit(replace(turn, text=text), 1.0, {})], None)
+    assert hit.score == weight
+
+
+def test_a_question_that_names_no_time_does_not_weigh_what_stopped_holding(mos: MemoryOS) -> None:
+    """Finding 9 of issue 25 (the LoCoMo regression): a question that says neither present
+    nor past ("When did Ann move?", 430 of LoCoMo dev's 760) ranked every closed item down
+    (x0.8), though it may ask about any time; a wrong supersession then cost answers."""
+    _, cube, (lisbon, _) = _story(
+        mos, "Ann", ("2024-01-10", "I live in Lisbon, right by the river."),
+        ("2024-04-09", "I finally moved out of Lisbon, I live in Porto now."),
+    )  # fmt: skip
+    (old,) = [t for t in mos.store.list_items(cube, Filters(types=("turn",)))
+              if t.external_id == lisbon]  # fmt: skip
+    assert old.valid_to is not None
+    asked = timeline.tense("When did Ann live in Lisbon?")
+    (hit,) = timeline.weigh(mos.store, [Hit(old, 1.0, {})], asked)
+    assert asked is None and hit.score == 1.0
