@@ -29,6 +29,7 @@ from memstrata.client.reading import Reading
 from memstrata.client.sending import AsyncTransport, Transport
 from memstrata.client.service import Service
 from memstrata.client.transport import BaseTransport
+from memstrata.closing import AsyncClosing
 
 __all__ = ["AsyncClient", "Client"]
 
@@ -131,7 +132,7 @@ class Client(_Parts):
     queue_adapter = Call("_service", Service.queue_adapter)
 
 
-class AsyncClient(_Parts):
+class AsyncClient(_Parts, AsyncClosing):
     """``Client`` for ``async`` code, on ``httpx.AsyncClient``: the same methods, each a
     coroutine (``await client.search(...)``).
 
@@ -147,17 +148,6 @@ class AsyncClient(_Parts):
     async def aclose(self) -> None:
         """Release the connections."""
         await self._transport.aclose()
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     if TYPE_CHECKING:  # the calls are set below, from Client's table; a checker sees Any
 

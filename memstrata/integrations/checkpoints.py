@@ -78,7 +78,7 @@ ADD_BATCH = 200
 REMEMBERED = 4_096
 
 
-class MemstrataSaver(BaseCheckpointSaver[int]):
+class MemstrataSaver(mapping.OnBackend, BaseCheckpointSaver[int]):
     """A LangGraph checkpointer over memstrata (see the module docs).
 
     ``memory`` is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient``
@@ -103,16 +103,6 @@ class MemstrataSaver(BaseCheckpointSaver[int]):
         self.messages_key = messages_key
         self._cubes: OrderedDict[str, str] = OrderedDict()
         self._flowed: OrderedDict[str, None] = OrderedDict()
-
-    @property
-    def user_id(self) -> str:
-        """The acting user."""
-        return self.backend.user_id
-
-    @property
-    def cube_id(self) -> str:
-        """The memory cube the threads' messages flow into."""
-        return self.backend.cube_id
 
     # -- the cubes ---------------------------------------------------------------------------
 

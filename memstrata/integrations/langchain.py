@@ -49,7 +49,7 @@ ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool_r
 NO_TEXT = "(no text)"
 
 
-class MemstrataChatMessageHistory(BaseChatMessageHistory):
+class MemstrataChatMessageHistory(mapping.OnBackend, BaseChatMessageHistory):
     """A LangChain chat history kept as a memstrata session (see the module docs).
 
     ``memory`` is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient``
@@ -71,16 +71,6 @@ class MemstrataChatMessageHistory(BaseChatMessageHistory):
         self.backend = mapping.Backend(memory, user_id=user_id, cube_id=cube_id)
         self.session_id = session_id
         self.session = mapping.line_id(session_id, "lc")
-
-    @property
-    def user_id(self) -> str:
-        """The acting user."""
-        return self.backend.user_id
-
-    @property
-    def cube_id(self) -> str:
-        """The history's cube."""
-        return self.backend.cube_id
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override,unused-ignore]

@@ -58,7 +58,7 @@ MARK, ID, NS, VALUE, KEY, INDEXED, TTL = (
 PAGE = MAX_TOP_K
 
 
-class MemstrataStore(BaseStore):
+class MemstrataStore(mapping.OnBackend, BaseStore):
     """LangGraph's long-term memory store, kept by memstrata (see the module docs).
 
     ``memory`` is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient``
@@ -86,16 +86,6 @@ class MemstrataStore(BaseStore):
         self.backend = mapping.Backend(memory, user_id=user_id, cube_id=cube_id)
         self.fields: list[str] = list((index or {}).get("fields") or ["$"])
         self.ttl_config = ttl
-
-    @property
-    def user_id(self) -> str:
-        """The acting user."""
-        return self.backend.user_id
-
-    @property
-    def cube_id(self) -> str:
-        """The store's cube."""
-        return self.backend.cube_id
 
     # -- batch -------------------------------------------------------------------------------
 

@@ -349,6 +349,23 @@ def digest(*parts: str) -> str:
     return h.hexdigest()[:DIGEST_CHARS]
 
 
+class OnBackend:
+    """Mixin of an adapter acting through ``self.backend``: its acting user and its cube, read
+    from the backend (the same two properties on every sync adapter)."""
+
+    backend: Backend
+
+    @property
+    def user_id(self) -> str:
+        """The acting user."""
+        return self.backend.user_id
+
+    @property
+    def cube_id(self) -> str:
+        """The adapter's cube: where what it stores goes, and what it reads."""
+        return self.backend.cube_id
+
+
 def line_id(value: str, prefix: str) -> str:
     """``value`` when it is a valid memstrata id, else ``prefix-<digest of value>`` (stable)."""
     try:

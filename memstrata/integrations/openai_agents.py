@@ -52,7 +52,7 @@ ROLES = {"user": "user", "assistant": "assistant", "system": "system", "develope
 SEARCH_HITS = 5
 
 
-class MemstrataSession:
+class MemstrataSession(mapping.OnBackend):
     """The Agents SDK's ``Session`` kept as a memstrata session (see the module docs).
 
     ``memory`` is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient``
@@ -77,16 +77,6 @@ class MemstrataSession:
         self.session_id = session_id
         self.session_settings = session_settings or SessionSettings()
         self.session = mapping.line_id(session_id, "oa")
-
-    @property
-    def user_id(self) -> str:
-        """The acting user."""
-        return self.backend.user_id
-
-    @property
-    def cube_id(self) -> str:
-        """The session's cube."""
-        return self.backend.cube_id
 
     # -- the Session protocol ------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from memstrata.closing import Closing
+from memstrata.closing import AsyncClosing, Closing
 from memstrata.config import Settings
 from memstrata.embed import Embedder
 from memstrata.errors import StorageError
@@ -58,7 +58,7 @@ def delegated_calls(cls: type = MemoryOS) -> list[str]:
     return [name for name, value in vars(cls).items() if isinstance(value, Delegate)]
 
 
-class AsyncMemoryOS:
+class AsyncMemoryOS(AsyncClosing):
     """``MemoryOS`` for ``async`` code: each call awaited, run in a pool of ``threads`` threads.
 
     ``mos`` is an open ``MemoryOS``; ``owns`` says whether ``aclose`` closes it too (``open``
@@ -146,17 +146,6 @@ class AsyncMemoryOS:
         finally:
             if self._owns:
                 self._mos.close()
-
-    async def __aenter__(self) -> AsyncMemoryOS:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     if TYPE_CHECKING:  # the calls are set below, from MemoryOS's table; a checker sees Any
 
