@@ -209,3 +209,11 @@ def _round_trip(mos: MemoryOS, tmp_path: Path) -> None:
     mos.erase(user_id="alice", session_id="m1", cube_id="notes")
     assert not [a for a in mos.artifacts("notes", user_id="alice") if a.kind == "image"]
     assert mos.artifacts(copy, user_id="carol")
+
+
+def test_too_many_skill_ids_are_refused(mos: MemoryOS, alice_cube: str) -> None:
+    """A failure may name at most ``MAX_FEEDBACK_TARGETS`` skills: more is refused, not cut."""
+    many = [f"01SKILL{n:019d}" for n in range(21)]
+    with pytest.raises(ValidationError, match="at most 20"):
+        mos.end_task(user_id="alice", cube_id=alice_cube, session_id="t1", outcome="failure",
+                     skill_ids=many)  # fmt: skip

@@ -102,7 +102,11 @@ class Skills:
         if outcome == "failure":
             if skill_ids is not None and not isinstance(skill_ids, (list, tuple)):
                 raise ValidationError("skill_ids must be a list of item ids")
-            named_ids = None if skill_ids is None else list(skill_ids)[:MAX_FEEDBACK_TARGETS]
+            if skill_ids is not None and len(skill_ids) > MAX_FEEDBACK_TARGETS:
+                raise ValidationError(
+                    f"skill_ids names {len(skill_ids)} items; at most {MAX_FEEDBACK_TARGETS} are allowed"
+                )
+            named_ids = None if skill_ids is None else list(skill_ids)
             for skill_id in named_ids or ():
                 check_id(skill_id, "skill_ids")
             return self._demote(cube.cube_id, user_id, calls, named, named_ids)
