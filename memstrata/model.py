@@ -276,13 +276,39 @@ class FeedbackResult:
     new_item_id: str | None = None
 
 
+#: What a part of a hit's score is: a channel's RRF contribution, or an adjustment (a boost or
+#: penalty) made after fusion.
+PartKind = Literal["channel", "adjustment"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a hit's score (``Hit.parts``); a hit's parts' ``value``s sum to its score.
+
+    A ``channel`` part is one channel's reciprocal-rank contribution (``name`` the channel,
+    ``rank`` its 1-based rank there).  An ``adjustment`` is what a step after fusion added
+    (negative: took away): ``name`` the step (``neighbour``, ``speaker``, ``date``, ``time``,
+    ``chatter``, ``successor``, ``agreement``, ...), ``factor`` the multiplier it applied when it
+    is one, and ``reason`` in words a person can check ("next turn of #2", "other speaker").
+    """
+
+    kind: PartKind
+    name: str
+    value: float
+    reason: str = ""
+    rank: int | None = None
+    factor: float | None = None
+
+
 @dataclass(frozen=True)
 class Hit:
-    """A search result: the item, its fused score (higher is better) and each channel's rank."""
+    """A search result: the item, its fused score (higher is better), each channel's rank, and
+    the parts its score is made of (``parts``: empty when it was not recorded)."""
 
     item: MemoryItem
     score: float
     ranks: dict[str, int] = field(default_factory=dict)
+    parts: tuple[Part, ...] = ()
 
     @property
     def cube_id(self) -> str:
