@@ -184,7 +184,7 @@ async def _find(
     backend: AsyncBackend, cube: str, app_name: str, memory_id: str
 ) -> list[MemoryItem]:
     """The app's memory of ``memory_id``: an ADK id, or a memstrata item id."""
-    found = await backend.list_memories(
+    found: list[MemoryItem] = await backend.list_memories(
         cube, filters={"metadata": {APP: app_name, ID: memory_id}}, limit=10
     )
     if found:

@@ -25,16 +25,17 @@ ends whole (each write is one transaction: there or not at all).
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any
 
 from memstrata.errors import ConflictError, NotFoundError
 from memstrata.integrations import mapping
 from memstrata.memory.aio import AsyncMemoryOS
 from memstrata.memory.system import MemoryOS
-from memstrata.model import Cube, Hit, MemoryItem
+from memstrata.model import Cube
 
 __all__ = ["USERS_KEPT", "AsyncBackend", "UserBackends"]
 
@@ -50,7 +51,9 @@ class AsyncBackend:
     ``memory`` is a ``MemoryOS``, ``AsyncMemoryOS``, ``Client`` or ``AsyncClient`` (anything
     else is a ``TypeError``); ``user_id`` the acting user (required with the core, where it is
     created if missing; optional with a client, whose user is the API key's owner); ``cube_id``
-    the memory cube.  The calls are ``MemoryOS``'s as coroutines, less ``user_id=``.
+    the memory cube.  The calls are ``Backend``'s (``mapping.CALLS``: ``MemoryOS``'s, less
+    ``user_id=``) as coroutines of the same signatures, made from that one table when this
+    module is imported.
     """
 
     def __init__(self, memory: mapping.Memory, *, user_id: str | None, cube_id: str | None) -> None:
@@ -103,94 +106,11 @@ class AsyncBackend:
         user's default cube."""
         return await self._attach(await self.user_id(), cube_id, name=name, settings=settings)
 
-    # -- the calls (MemoryOS's, as the acting user) --------------------------------------------
+    # -- the calls: ``mapping.CALLS``, each ``Backend``'s as a coroutine (set below) ----------
 
-    async def add(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        cube_id: str,
-        session_id: str | None = None,
-        expires_at: Any = None,
-    ) -> list[str]:
-        found: list[str] = await self._as_user(
-            "add", messages, cube_id=cube_id, session_id=session_id, expires_at=expires_at
-        )
-        return found
+    if TYPE_CHECKING:  # the calls are set below, from Backend's table; a checker sees Any
 
-    async def search(
-        self,
-        query: str,
-        *,
-        cube_ids: Sequence[str],
-        top_k: int = 10,
-        filters: Mapping[str, Any] | None = None,
-    ) -> list[Hit]:
-        found: list[Hit] = await self._as_user(
-            "search", query, cube_ids=list(cube_ids), top_k=top_k, filters=filters
-        )
-        return found
-
-    async def list_memories(
-        self,
-        cube_id: str,
-        *,
-        filters: Mapping[str, Any] | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[MemoryItem]:
-        found: list[MemoryItem] = await self._as_user(
-            "list_memories", cube_id, filters=filters, limit=limit, offset=offset
-        )
-        return found
-
-    async def get(self, item_id: str, *, cube_id: str) -> MemoryItem:
-        found: MemoryItem = await self._as_user("get", item_id, cube_id=cube_id)
-        return found
-
-    async def update(
-        self,
-        item_id: str,
-        *,
-        cube_id: str,
-        text: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        expires_at: Any = None,
-    ) -> MemoryItem:
-        found: MemoryItem = await self._as_user(
-            "update", item_id, cube_id=cube_id, text=text, metadata=metadata,
-            expires_at=expires_at,
-        )  # fmt: skip
-        return found
-
-    async def erase(
-        self,
-        item_id: str | None = None,
-        *,
-        cube_id: str,
-        session_id: str | None = None,
-        reason: str | None = None,
-    ) -> int:
-        found: int = await self._as_user(
-            "erase", item_id, cube_id=cube_id, session_id=session_id, reason=reason
-        )
-        return found
-
-    async def transition(self, item_id: str, to: str, *, cube_id: str) -> MemoryItem:
-        found: MemoryItem = await self._as_user("transition", item_id, to, cube_id=cube_id)
-        return found
-
-    async def get_cube(self, cube_id: str) -> Cube:
-        found: Cube = await self._as_user("get_cube", cube_id)
-        return found
-
-    async def list_cubes(self) -> list[Cube]:
-        found: list[Cube] = await self._as_user("list_cubes")
-        return found
-
-    async def delete_cube(self, cube_id: str) -> int:
-        found: int = await self._as_user("delete_cube", cube_id)
-        return found
+        def __getattr__(self, name: str) -> Any: ...
 
     # -- running them ------------------------------------------------------------------------
 
@@ -238,6 +158,23 @@ class AsyncBackend:
         if self._lock is None or self._lock_loop is not loop:
             self._lock, self._lock_loop = asyncio.Lock(), loop
         return self._lock
+
+
+def _awaited(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """The coroutine method ``name``: ``Backend.name``'s signature and docstring, its call
+    sent as the acting user and awaited."""
+
+    @functools.wraps(getattr(mapping.Backend, name))
+    async def call(self: AsyncBackend, /, *args: Any, **kwargs: Any) -> Any:
+        return await self._as_user(name, *args, **kwargs)
+
+    call.__qualname__ = f"AsyncBackend.{name}"
+    call.__module__ = __name__
+    return call
+
+
+for _name in mapping.CALLS:
+    setattr(AsyncBackend, _name, _awaited(_name))
 
 
 class UserBackends:

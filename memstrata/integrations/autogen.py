@@ -149,7 +149,10 @@ class MemstrataMemory(Memory):
         if query.strip():
             hits = await self.backend.search(query, cube_ids=[cube], top_k=top_k, filters=filters)
             return [h.item for h in hits]
-        return await self.backend.list_memories(cube, filters=filters, limit=MAX_TOP_K)
+        listed: list[MemoryItem] = await self.backend.list_memories(
+            cube, filters=filters, limit=MAX_TOP_K
+        )
+        return listed
 
 
 def _stored(content: MemoryContent) -> tuple[str, dict[str, Any]]:

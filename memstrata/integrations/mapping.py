@@ -65,6 +65,12 @@ T = TypeVar("T")
 #: and is sent each answer, so a sync ``Backend`` and an ``AsyncBackend`` run the same steps.
 Steps = Generator[tuple[str, tuple[Any, ...], dict[str, Any]], Any, T]
 
+#: The memory calls an adapter makes, as its acting user: ``Backend``'s methods of these names
+#: (``MemoryOS``'s, less ``user_id=``); ``aio.AsyncBackend`` makes each a coroutine from here.
+CALLS = (
+    "add", "search", "list_memories", "get", "update", "erase", "transition",
+    "get_cube", "list_cubes", "delete_cube",
+)  # fmt: skip
 #: Hex digits of SHA-256 kept in a derived id: 160 bits, no accidental collision.
 DIGEST_CHARS = 40
 #: Metadata filter keys a path prefix may use; the rest of a deeper prefix is compared in
