@@ -34,7 +34,6 @@ from langchain_core.messages import (
 )
 
 from memstrata.integrations import mapping
-from memstrata.limits import MAX_TOP_K
 from memstrata.model import MemoryItem
 
 __all__ = ["MemstrataChatMessageHistory"]
@@ -104,16 +103,7 @@ class MemstrataChatMessageHistory(mapping.OnBackend, BaseChatMessageHistory):
         await self.backend.offload(self.clear)
 
     def _turns(self) -> Iterator[MemoryItem]:
-        offset = 0
-        while True:
-            page = self.backend.list_memories(
-                self.cube_id, limit=MAX_TOP_K, offset=offset,
-                filters={"session_id": self.session, "type": "turn"},
-            )  # fmt: skip
-            yield from page
-            if len(page) < MAX_TOP_K:
-                return
-            offset += MAX_TOP_K
+        return self.backend.session_turns(self.session)
 
 
 def _turn(message: BaseMessage) -> dict[str, Any]:

@@ -45,11 +45,11 @@ import contextvars
 import hashlib
 import inspect
 import threading
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from memstrata.errors import ConflictError, NotFoundError, PermissionDenied, ValidationError
-from memstrata.limits import MAX_FILTER_KEYS
+from memstrata.limits import MAX_FILTER_KEYS, MAX_TOP_K
 from memstrata.memory.access import check_id
 from memstrata.memory.aio import AsyncMemoryOS
 from memstrata.memory.system import MemoryOS
@@ -204,6 +204,20 @@ class Backend:
             "list_memories", cube_id, filters=filters, limit=limit, offset=offset
         )
         return found
+
+    def session_turns(self, session_id: str) -> Iterator[MemoryItem]:
+        """The turns of ``session_id`` in the memory cube, oldest first, read a page of
+        ``MAX_TOP_K`` at a time (a chat history, as the frameworks replay it)."""
+        offset = 0
+        while True:
+            page = self.list_memories(
+                self.cube_id, limit=MAX_TOP_K, offset=offset,
+                filters={"session_id": session_id, "type": "turn"},
+            )  # fmt: skip
+            yield from page
+            if len(page) < MAX_TOP_K:
+                return
+            offset += MAX_TOP_K
 
     def get(self, item_id: str, *, cube_id: str) -> MemoryItem:
         found: MemoryItem = self._as_user("get", item_id, cube_id=cube_id)

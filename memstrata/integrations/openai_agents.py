@@ -37,7 +37,6 @@ from agents.memory import SessionSettings
 from agents.memory.session_settings import resolve_session_limit
 
 from memstrata.integrations import mapping
-from memstrata.limits import MAX_TOP_K
 from memstrata.model import MemoryItem
 
 __all__ = ["MemstrataSession", "memory_tools"]
@@ -126,17 +125,7 @@ class MemstrataSession(mapping.OnBackend):
         )
 
     def _turns(self) -> Iterator[MemoryItem]:
-        """The session's turns, oldest first, a page at a time."""
-        offset = 0
-        while True:
-            page = self.backend.list_memories(
-                self.cube_id, limit=MAX_TOP_K, offset=offset,
-                filters={"session_id": self.session, "type": "turn"},
-            )  # fmt: skip
-            yield from page
-            if len(page) < MAX_TOP_K:
-                return
-            offset += MAX_TOP_K
+        return self.backend.session_turns(self.session)
 
 
 def memory_tools(
