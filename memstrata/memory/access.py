@@ -34,7 +34,7 @@ from memstrata.limits import (
     shown,
 )
 from memstrata.model import Cube, MemoryItem, User, parse_time, permits, utcnow
-from memstrata.store.base import Store
+from memstrata.store.base import AccessStore
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")
 
@@ -42,7 +42,7 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")
 class Access:
     """The grant and identity checks of one store; thread-safe (it only reads)."""
 
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    def __init__(self, store: AccessStore, embedder: Embedder) -> None:
         self._store = store
         self._embedder = embedder
 

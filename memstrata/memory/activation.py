@@ -43,7 +43,7 @@ from memstrata.model import MemoryItem
 from memstrata.retrieval.pack import profile_line, render
 from memstrata.retrieval.prompt import prefill_messages, stable_prefix
 from memstrata.scheduler import Scheduler, Task
-from memstrata.store.base import Store
+from memstrata.store.base import ArtifactStore, ItemStore, ModelStateStore
 from memstrata.text import count_tokens
 
 KIND = "kv_cache"
@@ -63,7 +63,7 @@ class Stable:
     sources: tuple[tuple[str, int], ...]
 
 
-def stable_context(store: Store, cube_id: str, budget_tokens: int) -> Stable:
+def stable_context(store: ItemStore, cube_id: str, budget_tokens: int) -> Stable:
     """The stable context of ``cube_id`` within ``budget_tokens`` (see the module docstring)."""
     profile = sorted(
         (i for i in store.list_items(cube_id, Filters(tiers=("long",), types=("profile",)))
@@ -103,7 +103,9 @@ class ActivationMemory:
     """Builds and finds a cube's ``kv_cache`` artifact; registers the ``activation``
     task on ``scheduler``."""
 
-    def __init__(self, store: Store, scheduler: Scheduler, llm: object, budget_tokens: int) -> None:
+    def __init__(
+        self, store: ModelStateStore, scheduler: Scheduler, llm: object, budget_tokens: int
+    ) -> None:
         self.store = store
         self.scheduler = scheduler
         #: the local model, or None: nothing to prefill without one
@@ -237,7 +239,7 @@ def decode(artifact_id: str, data: bytes) -> Activation:
     return Activation(tokens, data[8 + length :])
 
 
-def _has_folder(store: Store) -> bool:
+def _has_folder(store: ArtifactStore) -> bool:
     """Whether ``store`` keeps artifact files (not an in-memory SQLite, not PostgreSQL without
     ``artifacts_dir``)."""
     try:

@@ -42,7 +42,7 @@ from memstrata.memcube import (
 )
 from memstrata.memory.embedding import embed_items
 from memstrata.model import Cube, User, new_id, utcnow
-from memstrata.store.base import Store
+from memstrata.store.base import ArchiveStore, ArchiveTarget, ArtifactStore
 from memstrata.tiers.settings import TierSettings
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ MODEL_STATE = frozenset({"kv_cache", "lora"})
 
 
 def export_cube(
-    store: Store,
+    store: ArchiveStore,
     cube_id: str,
     path: str | os.PathLike[str],
     *,
@@ -78,7 +78,7 @@ def export_cube(
 
 
 def import_cube(
-    store: Store,
+    store: ArchiveTarget,
     embedder: Embedder,
     path: str | os.PathLike[str],
     *,
@@ -193,7 +193,7 @@ def _taken_in(
     return _rehomed(claimed, owner, target, kept), note
 
 
-def _insert(store: Store, data: MemCube, actor: str, note: dict[str, Any]) -> None:
+def _insert(store: ArchiveTarget, data: MemCube, actor: str, note: dict[str, Any]) -> None:
     """Store ``data`` and its artifacts' files (removed again if the rows cannot be written)."""
     placed = _place_artifacts(store, data)
     try:
@@ -240,7 +240,7 @@ def _reembedded(
     return replace(data, vector_ids=[item.id for item in items], vectors=vectors)
 
 
-def _place_artifacts(store: Store, data: MemCube) -> dict[str, tuple[str, Path]]:
+def _place_artifacts(store: ArtifactStore, data: MemCube) -> dict[str, tuple[str, Path]]:
     """Copy each artifact's file beside the database; artifact id → (row path, file).
 
     The row path is relative to the database's directory.  ``MemCubeError`` (with every file

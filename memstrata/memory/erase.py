@@ -29,7 +29,7 @@ from memstrata.errors import AdminRequired, CubeNotFound, OwnDataOnly, Validatio
 from memstrata.filters import Filters
 from memstrata.memory.access import Access
 from memstrata.model import DERIVED_TYPES, STATUSES, permits
-from memstrata.store.base import Store
+from memstrata.store.base import ErasureScope, ItemStore
 
 
 class Scope(NamedTuple):
@@ -43,7 +43,7 @@ class Scope(NamedTuple):
 
 
 def erase(
-    store: Store,
+    store: ErasureScope,
     access: Access,
     user_id: str,
     scope: Scope,
@@ -87,7 +87,7 @@ def erase(
 
 
 def _subject_cubes(
-    store: Store,
+    store: ErasureScope,
     access: Access,
     user_id: str,
     subject: str,
@@ -113,7 +113,7 @@ def _subject_cubes(
     return [c for c in held if permits(store.permission(c, user_id), "write")]
 
 
-def _by_subject(store: Store, subject: str, cube_ids: list[str]) -> dict[str, list[str]]:
+def _by_subject(store: ItemStore, subject: str, cube_ids: list[str]) -> dict[str, list[str]]:
     """Per cube of ``cube_ids``, the items ``subject`` added."""
     everything = Filters(statuses=STATUSES)
     return {
@@ -121,7 +121,7 @@ def _by_subject(store: Store, subject: str, cube_ids: list[str]) -> dict[str, li
     }
 
 
-def _with_derived(store: Store, cube_id: str, ids: list[str]) -> list[str]:
+def _with_derived(store: ItemStore, cube_id: str, ids: list[str]) -> list[str]:
     """``ids`` and every item of the cube derived from them, transitively."""
     gone = dict.fromkeys(ids)
     derived = store.list_items(cube_id, Filters(types=DERIVED_TYPES, statuses=STATUSES))

@@ -32,7 +32,7 @@ from memstrata.memory import erase
 from memstrata.memory.components import Components
 from memstrata.model import Cube, Hit, MemoryItem, parse_time, utcnow
 from memstrata.scheduler import Scheduler, Task
-from memstrata.store.base import Store
+from memstrata.store.base import ErasureScope, ErasureStore
 from memstrata.tiers.settings import TierSettings
 
 log = logging.getLogger("memstrata")
@@ -77,14 +77,14 @@ def _gone(item: MemoryItem, hidden: frozenset[str], now: datetime) -> bool:
     )
 
 
-def hidden_ids(store: Store, cube_ids: Sequence[str], now: datetime) -> frozenset[str]:
+def hidden_ids(store: ErasureStore, cube_ids: Sequence[str], now: datetime) -> frozenset[str]:
     """The ids of the expired items of these cubes not erased yet (at most ``HIDDEN_LOOKUP``)."""
     if not cube_ids:
         return frozenset()
     return frozenset(i for _, i in store.expired_items(now, HIDDEN_LOOKUP, list(cube_ids)))
 
 
-def visible(store: Store, items: Iterable[MemoryItem]) -> list[MemoryItem]:
+def visible(store: ErasureStore, items: Iterable[MemoryItem]) -> list[MemoryItem]:
     """``items`` without the expired ones and those made from an expired item."""
     items = list(items)
     now = utcnow()
@@ -92,7 +92,7 @@ def visible(store: Store, items: Iterable[MemoryItem]) -> list[MemoryItem]:
     return [i for i in items if not _gone(i, hidden, now)]
 
 
-def visible_hits(store: Store, hits: Iterable[Hit]) -> list[Hit]:
+def visible_hits(store: ErasureStore, hits: Iterable[Hit]) -> list[Hit]:
     """``hits`` without those ``visible`` leaves out."""
     hits = list(hits)
     kept = {id(i) for i in visible(store, [h.item for h in hits])}
@@ -100,7 +100,7 @@ def visible_hits(store: Store, hits: Iterable[Hit]) -> list[Hit]:
 
 
 def search(
-    store: Store, cube_ids: Sequence[str], top_k: int, run: Callable[[int], list[Hit]]
+    store: ErasureStore, cube_ids: Sequence[str], top_k: int, run: Callable[[int], list[Hit]]
 ) -> list[Hit]:
     """``run(k)`` (a ranking of ``k`` hits) with the expired hits left out: it asks for as many
     more hits as expired items wait for the sweep, so ``top_k`` live hits still come back."""
@@ -108,7 +108,7 @@ def search(
     return visible_hits(store, run(top_k + len(waiting)))[:top_k]
 
 
-def check_live(store: Store, item: MemoryItem) -> MemoryItem:
+def check_live(store: ErasureStore, item: MemoryItem) -> MemoryItem:
     """``item``, unless it is gone (``visible``): then ``ItemNotFound``, as for an erased one."""
     if not visible(store, [item]):
         raise ItemNotFound(item.id, item.cube_id)
@@ -133,7 +133,7 @@ class ExpiryTasks:
 
     def __init__(
         self,
-        store: Store,
+        store: ErasureScope,
         scheduler: Scheduler,
         forget: Callable[[list[str]], None],
         sweep_s: float,

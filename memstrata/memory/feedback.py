@@ -47,7 +47,7 @@ from memstrata.reader.corrections import FeedbackReading, read_feedback
 from memstrata.reader.findings import Finding
 from memstrata.reader.messages import parse_content
 from memstrata.reader.notes import third_person
-from memstrata.store.base import Store
+from memstrata.store.base import FeedbackStore, ItemStore
 from memstrata.text import embedding_text
 
 #: The kinds of item feedback may change.
@@ -65,7 +65,7 @@ class Feedback:
 
     def __init__(self, parts: Components, items: Items) -> None:
         self._parts = parts
-        self._store = parts.store
+        self._store: FeedbackStore = parts.store
         self._access = parts.access
         self._items = items
 
@@ -233,7 +233,7 @@ class Feedback:
 
 
 def supersede(
-    store: Store, items: Sequence[MemoryItem], new_id: str, at: datetime, actor: str | None
+    store: ItemStore, items: Sequence[MemoryItem], new_id: str, at: datetime, actor: str | None
 ) -> list[MemoryItem]:
     """Mark ``items`` as no longer holding from ``at``, replaced by the item ``new_id``: each
     gets ``valid_to`` = ``at`` and ``metadata["superseded_by"]`` = ``new_id`` in a new version

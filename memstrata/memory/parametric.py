@@ -46,7 +46,7 @@ from memstrata.memcube import Artifact
 from memstrata.memory import artifacts
 from memstrata.model import MemoryItem
 from memstrata.scheduler import Scheduler, Task
-from memstrata.store.base import Store
+from memstrata.store.base import ModelStateStore
 
 KIND = "lora"
 #: The format name, first in every fingerprint and in the metadata.
@@ -123,7 +123,7 @@ class ParametricMemory:
 
     def __init__(
         self,
-        store: Store,
+        store: ModelStateStore,
         scheduler: Scheduler,
         model_path: str | None = None,
         settings: LoraSettings | None = None,

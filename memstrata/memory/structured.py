@@ -22,7 +22,6 @@ from memstrata.model import Cube, MemoryItem
 from memstrata.reader import documents
 from memstrata.reader.messages import Message
 from memstrata.reader.parts import ToolSpec
-from memstrata.store.base import Store
 
 #: ``Items.chunk_items``: a parsed document's chunk items, unwritten.
 ChunkItems = Callable[..., list[MemoryItem]]
@@ -34,7 +33,7 @@ def weight(messages: Sequence[Message]) -> int:
 
 
 def add(
-    store: Store,
+    store: media.MediaStore,
     cube: Cube,
     given: datetime | None,
     messages: Sequence[Message],

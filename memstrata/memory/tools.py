@@ -39,7 +39,7 @@ from memstrata.limits import (
 from memstrata.model import STATUSES, MemoryItem, new_id
 from memstrata.reader.messages import Message
 from memstrata.reader.parts import ToolCall, ToolSpec
-from memstrata.store.base import Store
+from memstrata.store.base import ItemStore
 
 #: The longest argument value shown in a call's text (the metadata keeps more).
 SHOWN_VALUE = 60
@@ -65,7 +65,7 @@ class Draft:
 
 
 def trajectory(
-    store: Store,
+    store: ItemStore,
     messages: Sequence[Message],
     bases: Sequence[MemoryItem],
     specs: Sequence[ToolSpec],
@@ -181,7 +181,7 @@ def argument_pattern(arguments: dict[str, Any]) -> dict[str, str]:
 
 
 def _schemas(
-    store: Store, base: MemoryItem, specs: Sequence[ToolSpec], calls: list[MemoryItem]
+    store: ItemStore, base: MemoryItem, specs: Sequence[ToolSpec], calls: list[MemoryItem]
 ) -> list[MemoryItem]:
     """Schema items for the tools given, and for tools called that the cube has no schema of."""
     made: list[MemoryItem] = []
@@ -204,7 +204,9 @@ def _schemas(
     return made
 
 
-def _schema_item(store: Store, base: MemoryItem, spec: ToolSpec, *, observed: bool) -> MemoryItem:
+def _schema_item(
+    store: ItemStore, base: MemoryItem, spec: ToolSpec, *, observed: bool
+) -> MemoryItem:
     canonical = json.dumps(
         {"name": spec.name, "description": spec.description, "parameters": spec.parameters},
         sort_keys=True, ensure_ascii=False,
@@ -240,12 +242,12 @@ def _schema_item(store: Store, base: MemoryItem, spec: ToolSpec, *, observed: bo
     )
 
 
-def _versions(store: Store, cube_id: str, name: str) -> list[MemoryItem]:
+def _versions(store: ItemStore, cube_id: str, name: str) -> list[MemoryItem]:
     wanted = Filters(types=("tool",), statuses=STATUSES, metadata={"tool": name})
     return store.list_items(cube_id, wanted)
 
 
-def _known(store: Store, cube_id: str, name: str) -> bool:
+def _known(store: ItemStore, cube_id: str, name: str) -> bool:
     return bool(_versions(store, cube_id, name))
 
 

@@ -16,11 +16,24 @@ Protocol            what                                                        
 ==================  =====================================================================  ====
 
 Sizes are the calls each declares (``tests/store/test_protocols.py`` checks them).  Retrieval
-ranks a ``SearchIndex`` (the live store, or a scratch copy of a past state); a consumer is typed
-by the Protocols it uses where they are few (artifacts: ``ArtifactStore``; the index task:
-``CubeStore`` and ``SearchIndex``), else it holds the whole ``Store``; the task queue is a
-Protocol of its own (``store/queue.py``).  The SQL engines implement them together through one
-shared layer (``store/sql/``); an engine runs the conformance suite of ``tests/store``.
+ranks a ``SearchIndex`` (the live store, or a scratch copy of a past state).  A consumer is typed
+by the Protocols it uses: one of the above, or an intersection that declares nothing of its own,
+named for its use (a ``Store`` is each of them; the test checks each line against its bases):
+
+* ``TierStore`` = ``ItemStore`` + ``SearchIndex``: the mid and long tiers, placing and promoting.
+* ``CubeItems`` = ``CubeStore`` + ``ItemStore``: read counts heating segments by cube settings.
+* ``ConsolidationStore`` = ``CubeStore`` + ``TierStore``: consolidation under cube settings.
+* ``TierTaskStore`` = ``ConsolidationStore`` + ``UsageStore``: the tier tasks (LLM reads counted).
+* ``ErasureScope`` = ``CubeStore`` + ``ItemStore`` + ``ErasureStore``: erasure and expiry.
+* ``FeedbackStore`` = ``TierStore`` + ``ErasureStore``: feedback (find, supersede, forget).
+* ``ArchiveTarget`` = ``CubeStore`` + ``ArchiveStore`` + ``ArtifactStore``: a MemCube import.
+* ``ModelStateStore`` = ``CubeStore`` + ``ItemStore`` + ``ArtifactStore``: KV caches, adapters.
+* ``AccessStore`` = ``PrincipalStore`` + ``CubeStore`` + ``ItemStore``: the grant checks.
+
+Only what really needs most of them holds the whole ``Store`` (the core's parts, migration).  The
+task queue is a Protocol of its own (``store/queue.py``).  The SQL engines implement them
+together through one shared layer (``store/sql/``); an engine runs the conformance suite of
+``tests/store``.
 
 Contract shared by all methods:
 
@@ -405,3 +418,48 @@ class Store(
 
     def close(self) -> None:
         """Release every connection; the store is unusable afterwards."""
+
+
+# Intersections: what one consumer uses of several Protocols, named for that use (see the module
+# docstring's list).  They declare nothing, so a ``Store`` is each of them.
+
+
+class TierStore(ItemStore, SearchIndex, Protocol):
+    """What the mid and long tiers place and promote items with: the items, and the dense
+    channel that finds the nearest segment or fact."""
+
+
+class CubeItems(CubeStore, ItemStore, Protocol):
+    """Items read and written under their cube's settings (read counts heating segments)."""
+
+
+class ConsolidationStore(CubeStore, TierStore, Protocol):
+    """What consolidation uses: a cube's settings, its working turns and the tiers' calls."""
+
+
+class TierTaskStore(ConsolidationStore, UsageStore, Protocol):
+    """What the tier tasks use: consolidation and promotion, and the LLM calls they count."""
+
+
+class ErasureScope(CubeStore, ItemStore, ErasureStore, Protocol):
+    """What erasure and expiry use: the cubes and grants a scope is checked against, the items
+    it reaches (derived ones found through their sources), and the erasure calls."""
+
+
+class FeedbackStore(TierStore, ErasureStore, Protocol):
+    """What feedback uses: both channels to find what a statement is about, the items it
+    supersedes or writes, and erasure (a request to forget; expired items stay hidden)."""
+
+
+class ArchiveTarget(CubeStore, ArchiveStore, ArtifactStore, Protocol):
+    """Where a MemCube import lands: the free ids check and the rows (``ArchiveStore``), the
+    artifacts' folder, and the cube as stored."""
+
+
+class ModelStateStore(CubeStore, ItemStore, ArtifactStore, Protocol):
+    """What the model state makers (KV caches, LoRA adapters) use: a cube's items, read into
+    the state, and its artifacts, which hold it."""
+
+
+class AccessStore(PrincipalStore, CubeStore, ItemStore, Protocol):
+    """What the grant and identity checks read: users, cubes and grants, and an item's cube."""

@@ -43,7 +43,7 @@ from memstrata.model import MemoryItem, Source, new_id, utcnow
 from memstrata.reader import changes, rules
 from memstrata.reader.findings import Finding, Reader
 from memstrata.reader.rules import SINGLE_VALUED
-from memstrata.store.base import Store
+from memstrata.store.base import TierStore
 
 #: Cosine at which two facts of one subject are taken to say the same thing.
 DUPLICATE_COSINE = 0.97
@@ -61,7 +61,7 @@ class Outcome:
 class LongTier:
     """Promotes pages into long-tier items of one store."""
 
-    def __init__(self, store: Store, embedder: Embedder, reader: Reader) -> None:
+    def __init__(self, store: TierStore, embedder: Embedder, reader: Reader) -> None:
         self.store = store
         self.embedder = embedder
         self.reader = reader

@@ -32,7 +32,7 @@ from memstrata.filters import Filters
 from memstrata.model import MemoryItem, Source, new_id, utcnow
 from memstrata.reader.offline import keywords, merge_keywords, summarise
 from memstrata.retrieval.timeline import small_talk
-from memstrata.store.base import Store
+from memstrata.store.base import CubeItems, TierStore
 from memstrata.tiers.settings import TierSettings
 
 SEGMENTS = Filters(tiers=("mid",), types=("segment",))
@@ -61,7 +61,7 @@ def jaccard(a: list[str], b: list[str]) -> float:
 class MidTier:
     """Places pages into segments of one store; not thread-safe per cube (one task at a time)."""
 
-    def __init__(self, store: Store, embedder: str) -> None:
+    def __init__(self, store: TierStore, embedder: str) -> None:
         self.store = store
         self.embedder = embedder
 
@@ -187,7 +187,7 @@ class MidTier:
             )
 
 
-def record_visits(store: Store, counts: Mapping[str, int], now: datetime) -> list[MemoryItem]:
+def record_visits(store: CubeItems, counts: Mapping[str, int], now: datetime) -> list[MemoryItem]:
     """Count reads of items, and a visit to each segment read directly or through its pages.
 
     Returns the active segments visited, with their heat refreshed (MemoryOS: visits heat a

@@ -24,7 +24,7 @@ from memstrata.reader.findings import Reader
 from memstrata.reader.llm import LLMReader, LLMSummariser
 from memstrata.reader.offline import OfflineReader
 from memstrata.scheduler import Scheduler, Task
-from memstrata.store.base import Store
+from memstrata.store.base import TierTaskStore
 from memstrata.tiers.long import LongTier
 from memstrata.tiers.mid import SEGMENTS, record_visits
 from memstrata.tiers.settings import TierSettings
@@ -43,7 +43,7 @@ class TierTasks:
 
     def __init__(
         self,
-        store: Store,
+        store: TierTaskStore,
         embedder: Embedder,
         scheduler: Scheduler,
         *,

@@ -11,12 +11,12 @@ so ``add`` never waits for it.
 from __future__ import annotations
 
 from memstrata.model import MemoryItem
-from memstrata.store.base import Store
+from memstrata.store.base import ConsolidationStore
 from memstrata.tiers.mid import MidTier
 from memstrata.tiers.settings import TierSettings
 
 
-def consolidate(store: Store, cube_id: str, embedder: str) -> list[MemoryItem]:
+def consolidate(store: ConsolidationStore, cube_id: str, embedder: str) -> list[MemoryItem]:
     """Move a cube's overflowing working turns into mid-tier segments; the segments touched.
 
     Idempotent: with nothing overflowing it changes nothing.
