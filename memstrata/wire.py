@@ -12,11 +12,18 @@ Shapes (``to_wire`` makes them, ``*_from_wire`` reads them back exactly):
   ``sources`` are objects with all four of ``item_id``, ``uri``, ``span`` (``[start, end]``) and
   ``role``.
 - **hit** (``hit_to_wire``) — the REST API's search hit: the item's fields, flat, plus ``score``
-  (fused relevance, higher is better) and ``ranks`` (channel → 1-based rank).
-- **scored hit** (``to_wire(hit)``) — the same three parts nested: ``{"item", "score",
-  "ranks"}``; how MCP tools and the CLI's ``--json`` have always shown a hit.
+  (fused relevance, higher is better), ``ranks`` (channel → 1-based rank) and, when asked for,
+  ``parts``: what the score is made of, each the record of a ``Part`` (``kind``, ``name``,
+  ``value``, ``reason``, ``rank``, ``factor``; the values sum to the score).  A hit without
+  ``parts`` (the default answer, or an older server's) reads back with no parts.
+- **scored hit** (``scored_hit_to_wire``; ``to_wire(hit)`` is the one with parts) — the same
+  parts nested: ``{"item", "score", "ranks"}`` and, when asked for, ``"parts"``; how MCP tools
+  and the CLI's ``--json`` show a hit.
 - **context** — ``text``, ``tokens``, ``budget``, ``profile`` lines, ``items`` (every item,
-  recent turns first) and ``hits`` (flat hits, rank order).
+  recent turns first) and ``hits`` (flat hits without their parts, rank order).
+
+``part_text`` is a part in words, the same on every surface a person reads (the CLI's
+``--explain``, the inspector): ``keyword #2 +0.0417``, ``speaker ×0.5 -0.0450 (other speaker)``.
 
 Reading is strict: a missing field, an unknown one or a value of the wrong type raises
 ``WireError`` naming it; nothing is filled in with a default.  Pure functions, thread-safe.
@@ -32,7 +39,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_
 
 from memstrata.errors import ValidationError
 from memstrata.memcube import Artifact
-from memstrata.model import Hit, MemoryItem, Version, parse_time
+from memstrata.model import Hit, MemoryItem, Part, Version, parse_time
 from memstrata.retrieval.pack import Context
 from memstrata.retrieval.prompt import ChatReply
 
@@ -47,14 +54,16 @@ __all__ = [
     "hit_to_wire",
     "item_from_wire",
     "item_to_wire",
+    "part_text",
     "record_from_wire",
+    "scored_hit_to_wire",
     "to_wire",
     "version_from_wire",
 ]
 
 T = TypeVar("T")
-#: The keys a flat hit adds to its item's fields.
-HIT_KEYS = ("score", "ranks")
+#: The keys a flat hit adds to its item's fields (``parts`` only when asked for).
+HIT_KEYS = ("score", "ranks", "parts")
 
 
 class WireError(ValueError):
@@ -83,9 +92,33 @@ def item_to_wire(item: MemoryItem) -> dict[str, Any]:
     return wire
 
 
-def hit_to_wire(hit: Hit) -> dict[str, Any]:
-    """A flat hit: the item's fields, ``score`` and ``ranks``."""
-    return item_to_wire(hit.item) | {"score": hit.score, "ranks": dict(hit.ranks)}
+def hit_to_wire(hit: Hit, *, parts: bool = True) -> dict[str, Any]:
+    """A flat hit: the item's fields, ``score``, ``ranks`` and (with ``parts``) ``parts``."""
+    flat = item_to_wire(hit.item) | {"score": hit.score, "ranks": dict(hit.ranks)}
+    return flat | {"parts": to_wire(hit.parts)} if parts else flat
+
+
+def scored_hit_to_wire(hit: Hit, *, parts: bool = True) -> dict[str, Any]:
+    """A scored hit: ``{"item", "score", "ranks"}`` and (with ``parts``) ``"parts"``."""
+    nested = {"item": item_to_wire(hit.item), "score": hit.score, "ranks": dict(hit.ranks)}
+    return nested | {"parts": to_wire(hit.parts)} if parts else nested
+
+
+def part_text(part: Part) -> str:
+    """``part`` in words: a channel's name, rank and contribution (``dense #1 +0.0476``); an
+    adjustment's name, factor when it has one, signed value (four decimals, like the scores
+    shown; left out for a note that changed nothing, whose value is exactly 0) and reason in
+    parentheses when it has one (``speaker ×0.5 -0.0450 (other speaker)``)."""
+    words = [part.name]
+    if part.rank is not None:
+        words.append(f"#{part.rank}")
+    if part.factor is not None:
+        words.append(f"×{part.factor:g}")
+    if part.value != 0.0 or part.kind == "channel" or part.factor is not None:
+        words.append(f"{part.value:+.4f}")
+    if part.reason:
+        words.append(f"({part.reason})")
+    return " ".join(words)
 
 
 def context_to_wire(context: Context) -> dict[str, Any]:
@@ -96,7 +129,7 @@ def context_to_wire(context: Context) -> dict[str, Any]:
         "budget": context.budget,
         "profile": list(context.profile),
         "items": [item_to_wire(i) for i in context.items],
-        "hits": [hit_to_wire(h) for h in context.hits],
+        "hits": [hit_to_wire(h, parts=False) for h in context.hits],
     }
 
 
@@ -136,9 +169,10 @@ def item_from_wire(data: object) -> MemoryItem:
 
 
 def hit_from_wire(data: object) -> Hit:
-    """The ``Hit`` of a flat hit."""
+    """The ``Hit`` of a flat hit; without ``parts`` (not asked for, or an older server) its
+    ``parts`` are empty."""
     record = _object(data, "Hit")
-    missing = [key for key in HIT_KEYS if key not in record]
+    missing = [key for key in HIT_KEYS[:2] if key not in record]
     if missing:
         raise WireError(f"Hit has no {', '.join(missing)}")
     item = {k: v for k, v in record.items() if k not in HIT_KEYS}
@@ -146,6 +180,7 @@ def hit_from_wire(data: object) -> Hit:
         item=item_from_wire(item),
         score=_decode(float, record["score"], "Hit.score"),
         ranks=_decode(dict[str, int], record["ranks"], "Hit.ranks"),
+        parts=_decode(tuple[Part, ...], record.get("parts", []), "Hit.parts"),
     )
 
 
@@ -265,9 +300,10 @@ def _decode_container(origin: Any, args: tuple[Any, ...], value: object, where: 
         return {str(k): _decode(inner, v, f"{where}[{k!r}]") for k, v in record.items()}
     if not isinstance(value, list):
         raise WireError(f"{where} is not an array")
-    if origin is list:
+    if origin is list or args[1:] == (Ellipsis,):  # a list, or a tuple of any length
         inner = args[0] if args else Any
-        return [_decode(inner, v, f"{where}[{i}]") for i, v in enumerate(value)]
+        found = [_decode(inner, v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return found if origin is list else tuple(found)
     if len(value) != len(args):
         raise WireError(f"{where} has {len(value)} entries, not {len(args)}")
     return tuple(

@@ -168,6 +168,12 @@ def add(
     help="Repeatable. A state to search too (merged, archived, frozen), or the kinds of memory "
     "to search: text (the default), tool (tool schemas and calls), skill.",
 )
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Under each hit, the parts of its score: each channel's rank and share, then each "
+    "boost or penalty with its reason (in --json: each hit's parts).",
+)
 @with_memory
 def search(
     memory: MemoryOS,
@@ -177,13 +183,14 @@ def search(
     top_k: int,
     filters: dict[str, Any],
     include: tuple[str, ...],
+    explain: bool,
 ) -> None:
     """Hybrid (keyword + vector) search for QUERY, best first: score, id, when, who, text."""
     hits = memory.search(
         query, user_id=user_id, cube_ids=list(cube_ids) or None, top_k=top_k, filters=filters,
         include=list(include) or None,
     )  # fmt: skip
-    emit(hits, render.table(map(render.hit_row, hits)))
+    emit(render.hits_json(hits, explain=explain), render.hit_lines(hits, explain=explain))
 
 
 @click.command()

@@ -9,14 +9,15 @@ from typing import Any
 
 from memstrata.memcube import Artifact
 from memstrata.model import ApiKey, Cube, Hit, MemoryItem, User, Version
-from memstrata.wire import to_wire
+from memstrata.wire import part_text, scored_hit_to_wire, to_wire
 
 TEXT_WIDTH = 100
 
 
 def to_json(value: object) -> str:
     """``value`` as indented JSON in ``memstrata.wire``'s shapes (records of every field, times
-    as ISO 8601, a hit as ``{"item", "score", "ranks"}``)."""
+    as ISO 8601, a hit as ``{"item", "score", "ranks", "parts"}``; ``hits_json`` leaves the
+    parts out unless asked)."""
     return json.dumps(to_wire(value), ensure_ascii=False, indent=2)
 
 
@@ -78,6 +79,24 @@ def who(item: MemoryItem) -> str:
 def hit_row(hit: Hit) -> tuple[str, ...]:
     item = hit.item
     return (f"{hit.score:.4f}", item.id, iso(item.event_time), who(item), short(item.text))
+
+
+def hit_lines(hits: Sequence[Hit], *, explain: bool = False) -> list[str]:
+    """The hits as a table of ``hit_row``s; with ``explain``, under each row one indented line
+    of its parts (``keyword #2 +0.0417 · dense #1 +0.0476 · neighbour +0.0200 (next turn of
+    #2)``), or ``(no parts recorded)`` for a hit that has none."""
+    rows = table(map(hit_row, hits))
+    if not explain:
+        return rows
+    lines: list[str] = []
+    for row, hit in zip(rows, hits, strict=True):
+        lines += [row, "    " + (" · ".join(map(part_text, hit.parts)) or "(no parts recorded)")]
+    return lines
+
+
+def hits_json(hits: Sequence[Hit], *, explain: bool = False) -> list[dict[str, Any]]:
+    """The hits as ``--json`` shows them: scored hits, with their ``parts`` only on ``explain``."""
+    return [scored_hit_to_wire(h, parts=explain) for h in hits]
 
 
 def version_row(version: Version) -> tuple[str, ...]:

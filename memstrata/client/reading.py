@@ -39,16 +39,20 @@ class Reading:
         filters: Mapping[str, Any] | None = None,
         include: Sequence[str] | None = None,
         as_of: When | None = None,
+        explain: bool = False,
     ) -> Exchange[list[Hit]]:
         """Hybrid search over ``cube_ids`` (default: every cube the caller may read), best first.
 
         ``include`` adds ``merged``, ``archived`` or ``frozen`` items; with ``as_of`` (a past
-        time) the search answers as the memory stood then.  Each hit's item is whole.
+        time) the search answers as the memory stood then.  Each hit's item is whole; with
+        ``explain`` each hit's ``parts`` say what its score is made of (else they are empty).
         """
-        body = {
+        body: dict[str, Any] = {
             "query": query, "cube_ids": cube_ids, "top_k": top_k, "filters": filters,
             "include": include, "as_of": None if as_of is None else time_param(as_of),
         }  # fmt: skip
+        if explain:  # sent only when asked: a server older than explain refuses the field
+            body["explain"] = True
         return [
             read(hit_from_wire, h)
             for h in (yield from self._http.json("POST", "/search", body=body))["hits"]

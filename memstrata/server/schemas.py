@@ -35,11 +35,9 @@ from memstrata.limits import (
     MAX_QUERY_CHARS,
     MAX_REASON,
     MAX_TOOLS,
-    MAX_TOP_K,
     MAX_WAIT_S,
 )
 from memstrata.memcube import Artifact
-from memstrata.memory.kinds import SearchInclude
 from memstrata.model import (
     ApiKey,
     CubeKind,
@@ -271,14 +269,15 @@ class MemoryOut(_Out):
 
 
 class HitOut(MemoryOut):
-    """A search hit: the item's fields, its score and its rank in each channel."""
+    """A search hit: the item's fields, its score and its rank in each channel (the parts of
+    its score: ``search_schemas.ExplainedHitOut``)."""
 
     score: float = Field(description="Fused relevance; higher is better.")
     ranks: dict[str, int] = Field(description="1-based rank in each channel that found it.")
 
     @classmethod
     def of_hit(cls, hit: Hit) -> HitOut:
-        return cls.model_validate(wire.hit_to_wire(hit))
+        return cls.model_validate(wire.hit_to_wire(hit, parts=False))
 
 
 class VersionOut(_Out):
@@ -295,36 +294,7 @@ class VersionOut(_Out):
         return cls.model_validate(wire.to_wire(version))
 
 
-# -- search, context, chat -------------------------------------------------------------------
-
-
-class SearchIn(_Body):
-    query: str = Field(max_length=MAX_QUERY_CHARS)
-    cube_ids: list[str] | None = Field(
-        default=None,
-        max_length=MAX_CUBE_IDS,
-        validation_alias=AliasChoices("cube_ids", "install_cube_ids"),
-        description="Default: every cube the caller may read.",
-    )
-    top_k: int = Field(default=10, ge=1, le=MAX_TOP_K)
-    filters: dict[str, Any] | None = Field(
-        default=None,
-        description="session_id, tier, type, status, since, until, metadata (see docs/search.md).",
-    )
-    include: list[SearchInclude] | None = Field(
-        default=None,
-        description="Also search items in these states (left out by default); the kinds of "
-        "memory to search: text (the default), tool, skill (docs/tools-skills.md).",
-    )
-    as_of: datetime | None = Field(
-        default=None,
-        description="Search the memory as it stood then (ISO 8601 or epoch seconds; slower).",
-    )
-    user_id: str | None = _user_field()
-
-
-class SearchOut(BaseModel):
-    hits: list[HitOut]
+# -- context and chat (search: ``search_schemas``) -------------------------------------------
 
 
 class ContextIn(_Body):

@@ -41,6 +41,7 @@ from memstrata.model import (
     ROLES,
     STATUSES,
     TIERS,
+    PartKind,
 )
 from memstrata.scheduler import TaskStatus
 from memstrata.server.mcp import Caller, build_server
@@ -54,7 +55,7 @@ CORE_ENUMS = {
     tuple(values)
     for values in (ROLES, CUBE_KINDS, PERMISSIONS, TIERS, ITEM_TYPES, STATUSES,
                    states.INCLUDABLE, TARGETS, get_args(TaskStatus), FEEDBACK_KINDS,
-                   SEARCH_INCLUDE, OUTCOMES)
+                   SEARCH_INCLUDE, OUTCOMES, get_args(PartKind))
 }  # fmt: skip
 
 #: Each bound of the REST API: where → keyword → the core's value.

@@ -21,6 +21,7 @@ from memstrata.model import (
     Grant,
     Hit,
     MemoryItem,
+    Part,
     Preference,
     ProfileAttribute,
     Source,
@@ -43,6 +44,13 @@ ITEM = MemoryItem(
     sources=[Source(item_id="01A", role="evidence"), Source(uri="file:///a.md", span=(1, 9))],
 )  # fmt: skip
 HIT = Hit(ITEM, 0.25, {"keyword": 1, "dense": 3})
+PARTS = (
+    Part("channel", "keyword", 1 / 61, rank=1),
+    Part("channel", "dense", 1 / 63, rank=3),
+    Part("adjustment", "speaker", -0.0161, "other speaker", factor=0.5),
+    Part("adjustment", "neighbour", 0.0094, "next turn of #2"),
+)
+EXPLAINED = Hit(ITEM, sum(p.value for p in PARTS), HIT.ranks, PARTS)
 SHORT_SPAN = {"item_id": None, "uri": "x", "span": [1], "role": None}
 
 
@@ -61,10 +69,48 @@ def test_the_item_has_every_field_and_round_trips() -> None:
 
 
 def test_a_hit_is_flat_for_rest_and_nested_for_mcp_and_the_cli() -> None:
-    flat = _json(wire.hit_to_wire(HIT))
+    flat = _json(wire.hit_to_wire(HIT, parts=False))
     assert flat == _json(wire.item_to_wire(ITEM)) | {"score": 0.25, "ranks": HIT.ranks}
     assert wire.hit_from_wire(flat) == HIT
-    assert _json(wire.to_wire(HIT)) == {"item": flat_item(flat), "score": 0.25, "ranks": HIT.ranks}
+    nested = {"item": flat_item(flat), "score": 0.25, "ranks": HIT.ranks}
+    assert _json(wire.scored_hit_to_wire(HIT, parts=False)) == nested
+    assert _json(wire.to_wire(HIT)) == _json(wire.scored_hit_to_wire(HIT)) == nested | {"parts": []}
+
+
+def test_a_hit_with_parts_round_trips_each_part_with_exactly_its_fields() -> None:
+    flat = _json(wire.hit_to_wire(EXPLAINED))
+    assert [list(p) for p in flat["parts"]] == [[f.name for f in fields(Part)]] * len(PARTS)
+    assert flat["parts"][2] == {"kind": "adjustment", "name": "speaker", "value": -0.0161,
+                                "reason": "other speaker", "rank": None, "factor": 0.5}  # fmt: skip
+    assert wire.hit_from_wire(flat) == EXPLAINED
+    assert _json(wire.scored_hit_to_wire(EXPLAINED))["parts"] == flat["parts"]
+    assert _json(wire.to_wire(EXPLAINED))["parts"] == flat["parts"]
+
+
+def test_a_hit_without_parts_reads_back_with_none_and_bad_parts_are_named() -> None:
+    flat = _json(wire.hit_to_wire(EXPLAINED, parts=False))
+    assert "parts" not in flat  # an older server's hit, or a search not asked to explain
+    assert wire.hit_from_wire(flat).parts == ()
+    bad = flat | {"parts": [{"kind": "bonus", "name": "x", "value": 1, "reason": "",
+                             "rank": None, "factor": None}]}  # fmt: skip
+    with pytest.raises(wire.WireError, match=re.escape("Hit.parts[0].kind is 'bonus'")):
+        wire.hit_from_wire(bad)
+    with pytest.raises(wire.WireError, match=re.escape("Hit.parts is not an array")):
+        wire.hit_from_wire(flat | {"parts": {}})
+
+
+def test_a_part_in_words() -> None:
+    assert [wire.part_text(p) for p in PARTS] == [
+        "keyword #1 +0.0164",
+        "dense #3 +0.0159",
+        "speaker ×0.5 -0.0161 (other speaker)",
+        "neighbour +0.0094 (next turn of #2)",
+    ]
+    # a note that moved nothing says why without a number; a tiny real change keeps its sign
+    assert wire.part_text(Part("adjustment", "source", 0.0, "of fact #1")) == "source (of fact #1)"
+    assert (
+        wire.part_text(Part("adjustment", "date", -1e-6, "named day")) == "date -0.0000 (named day)"
+    )
 
 
 def flat_item(flat: dict[str, Any]) -> dict[str, Any]:
@@ -78,6 +124,9 @@ def test_versions_contexts_and_chat_replies_round_trip() -> None:
                         updated_at=WHEN)  # fmt: skip
     context = Context("text", 12, 100, hits=[HIT], recent=[recent], profile=["lives in: Porto"])
     assert wire.context_from_wire(_json(wire.context_to_wire(context))) == context
+    # a context's hits go without their parts (a search with explain is where to read them)
+    explained = Context("text", 12, 100, hits=[EXPLAINED], recent=[recent], profile=[])
+    assert "parts" not in wire.context_to_wire(explained)["hits"][0]
     reply = ChatReply("Porto.", ["01Q", "01A"], context)
     assert wire.chat_reply_from_wire(_json(wire.chat_reply_to_wire(reply))) == reply
     assert wire.chat_reply_from_wire(_json(wire.chat_reply_to_wire(ChatReply("x")))).context is None

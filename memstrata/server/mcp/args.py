@@ -68,6 +68,13 @@ Include = Annotated[
     list[Included] | None,
     Field(description="States to search too (left out by default); kinds: text, tool, skill."),
 ]
+Explain = Annotated[
+    bool,
+    Field(
+        description="Give each hit its parts: what its score is made of (each channel's rank "
+        "and share, then each boost or penalty with its reason), summing to the score."
+    ),
+]
 Messages = Annotated[
     list[dict[str, Any]],
     Field(

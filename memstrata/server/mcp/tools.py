@@ -30,6 +30,7 @@ from memstrata.server.mcp.args import (
     EndSession,
     EraseCube,
     EraseSession,
+    Explain,
     FeedbackIds,
     FeedbackText,
     Filters,
@@ -56,7 +57,7 @@ from memstrata.server.mcp.args import (
 )
 from memstrata.server.mcp.caller import Caller
 from memstrata.server.mcp.reporting import reported
-from memstrata.wire import artifact_to_wire, item_to_wire, to_wire
+from memstrata.wire import artifact_to_wire, item_to_wire, scored_hit_to_wire, to_wire
 
 #: What MemoryOS's ``add_memory`` names the assistant's turns.
 ASSISTANT = "assistant"
@@ -214,17 +215,19 @@ class Tools:
         filters: Filters = None,
         include: Include = None,
         as_of: AsOf = None,
+        explain: Explain = False,
     ) -> dict[str, Any]:
         """Hybrid (keyword + vector) search, best first: each hit has its score and item.
 
         Merged, archived and frozen memories are left out unless include names them.  With
         as_of, the search answers as the memory stood then (slower: it reads the history).
+        With explain, each hit also has its parts: why it ranks where it does.
         """
         hits = self._memory.search(
             query, user_id=self._caller.user(), cube_ids=cube_ids, top_k=top_k, filters=filters,
             include=include, as_of=as_of,
         )  # fmt: skip
-        return {"hits": to_wire(hits)}
+        return {"hits": [scored_hit_to_wire(h, parts=explain) for h in hits]}
 
     @tool
     def add_memories(

@@ -18,10 +18,8 @@ from memstrata.server.schemas import (
     ContextIn,
     ContextOut,
     ErrorBody,
-    HitOut,
-    SearchIn,
-    SearchOut,
 )
+from memstrata.server.search_schemas import ExplainedHitOut, SearchIn, SearchOut
 
 router = make_router("retrieval")
 
@@ -34,12 +32,19 @@ answer, then `event: done` with `data: {}`; a failure after the stream began is
 `event: error` with `data: {"error": {"code", "message"}}`."""
 
 
-@router.post("/search", summary="Hybrid search over the caller's cubes, best first")
+# ``exclude_unset``: a hit's ``parts`` are set only with ``explain``, so the default answer
+# has no ``parts`` key at all (its size unchanged), not an empty or null one.
+@router.post(
+    "/search",
+    summary="Hybrid search over the caller's cubes, best first",
+    response_model_exclude_unset=True,
+)
 def search(body: SearchIn, memory: Memory, user: Caller) -> SearchOut:
     """Keyword and vector search fused; ``cube_ids`` default to every cube the caller may read.
 
     ``include`` adds merged, archived or frozen items; ``as_of`` searches the memory as it stood
-    at that time (a time in the future is a 422).
+    at that time (a time in the future is a 422); ``explain`` gives each hit its ``parts``, what
+    its score is made of (the channels' shares, then each adjustment, summing to ``score``).
     """
     check_self(body.user_id, user)
     hits = memory.search(
@@ -51,7 +56,7 @@ def search(body: SearchIn, memory: Memory, user: Caller) -> SearchOut:
         include=body.include,
         as_of=body.as_of,
     )
-    return SearchOut(hits=[HitOut.of_hit(h) for h in hits])
+    return SearchOut(hits=[ExplainedHitOut.of_hit(h, explain=body.explain) for h in hits])
 
 
 @router.post("/context", summary="The memories for a query, packed into a token budget")

@@ -5,8 +5,9 @@ The cube list shows each cube's grants (``MemoryOS.grants``) to those the core l
 
 The browser (``GET /ui/cubes/{cube_id}``) lists a page of the cube's items with
 ``MemoryOS.list_memories``, narrowed by tier, type, status and session; with ``q`` it searches
-instead (``MemoryOS.search`` on that cube, the same filters) and shows each hit's fused score and
-its rank in each channel.  The core checks the grant and validates the filters.  Its first page,
+instead (``MemoryOS.search`` on that cube, the same filters) and shows each hit's fused score,
+its rank in each channel and the parts its score is made of (``parts.score_parts``: each
+channel's share, then each boost or penalty with its reason).  The core checks the grant and validates the filters.  Its first page,
 unfiltered, ends with the cube's activity (``activity``: items created per day by tier, LLM
 usage).
 """
@@ -164,7 +165,7 @@ def _hits(visit: Visit, cube_id: str, q: str, filters: dict[str, Any]) -> Markup
         q, user_id=visit.user.user_id, cube_ids=[cube_id], top_k=parts.PAGE, filters=filters
     )
     rows = [_hit_row(n, h) for n, h in enumerate(hits, 1)]
-    headers = ["#", "fused score", "channel ranks", "memory", "kind"]
+    headers = ["#", "fused score", "channel ranks", "score parts", "memory", "kind"]
     return join([tag("h2", f"Search: {q}"), table(headers, rows, empty="No hit.")])
 
 
@@ -172,4 +173,6 @@ def _hit_row(rank: int, hit: Hit) -> list[Markup | str | int]:
     channels = join(
         tag("span", f"{name} #{place}", class_="pill") for name, place in sorted(hit.ranks.items())
     )
-    return [rank, f"{hit.score:.4f}", channels, parts.item_link(hit.item), parts.kind(hit.item)]
+    item = hit.item
+    why = parts.score_parts(hit)
+    return [rank, f"{hit.score:.4f}", channels, why, parts.item_link(item), parts.kind(item)]

@@ -1,4 +1,5 @@
-"""Pieces several inspector pages show: links, times, a cube's tabs, an item's one-line summary."""
+"""Pieces several inspector pages show: links, times, a cube's tabs, an item's one-line summary,
+what a hit's score is made of."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from urllib.parse import quote, urlencode
 
 from memstrata.errors import ValidationError
 from memstrata.limits import MAX_ID_CHARS
-from memstrata.model import MemoryItem, parse_time
+from memstrata.model import Hit, MemoryItem, parse_time
 from memstrata.server.ui.markup import Markup, join, tag
+from memstrata.wire import part_text
 
 #: Items per page of the memory browser (and hits per search).
 PAGE = 50
@@ -53,6 +55,15 @@ def item_link(item: MemoryItem) -> Markup:
 def kind(item: MemoryItem) -> Markup:
     """The item's tier, type and status as small labels."""
     return join(tag("span", v, class_="pill") for v in (item.tier, item.type, item.status))
+
+
+def score_parts(hit: Hit) -> Markup:
+    """The parts of ``hit``'s score, one line each in ``wire.part_text``'s words (the channels'
+    ranks and shares, then each boost or penalty with its reason; escaped like any text), or
+    a muted "not recorded" for a hit without parts."""
+    if not hit.parts:
+        return tag("span", "not recorded", class_="muted")
+    return join(tag("div", part_text(p)) for p in hit.parts)
 
 
 def cube_tabs(cube_id: str) -> Markup:

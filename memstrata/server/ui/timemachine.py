@@ -4,8 +4,8 @@
 UTC like every time the inspector shows; any ISO 8601 time the core takes works too.  Without
 ``q``, a page of the cube's items (``MemoryOS.list_memories``, every status, oldest event first)
 is shown each as ``MemoryOS.get(as_of=at)`` returns it, the items that did not exist yet left
-out; with ``q``, ``MemoryOS.search(as_of=at)`` on the cube.  The core checks the grant and the
-time (not in the future, not before the cube existed).
+out; with ``q``, ``MemoryOS.search(as_of=at)`` on the cube, each hit with the parts of its
+score.  The core checks the grant and the time (not in the future, not before the cube existed).
 """
 
 from __future__ import annotations
@@ -87,8 +87,9 @@ def _hits(visit: Visit, cube_id: str, at: str, q: str) -> Markup:
         q, user_id=visit.user.user_id, cube_ids=[cube_id], top_k=parts.PAGE, as_of=at
     )
     rows: list[list[Child]] = [
-        [n, f"{h.score:.4f}", parts.item_link(h.item), parts.kind(h.item), h.item.version]
+        [n, f"{h.score:.4f}", parts.score_parts(h), parts.item_link(h.item), parts.kind(h.item),
+         h.item.version]
         for n, h in enumerate(hits, 1)
-    ]
-    headers = ["#", "fused score", "memory then", "kind then", "version then"]
+    ]  # fmt: skip
+    headers = ["#", "fused score", "score parts", "memory then", "kind then", "version then"]
     return join([tag("h2", f"Search: {q}"), table(headers, rows, empty="No hit.")])
