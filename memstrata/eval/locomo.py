@@ -120,7 +120,7 @@ def evaluate(
     conversation ingested counts its turns, a question asked counts 1, out of ``work(data)``
     (first ``(0, total)``; the ``n`` add up to ``total``).
     """
-    run = _Run(llm, cube_settings)
+    run = Run(llm, cube_settings)
     total = work(data)
     step = progress or (lambda n, total: None)
     step(0, total)
@@ -168,8 +168,10 @@ def ingest(
 
 
 @dataclass
-class _Run:
-    """The state of one harness run: the tally and the timings."""
+class Run:
+    """The state of one harness run: the tally and the timings.  ``evaluate`` drives it;
+    ``bench/locomo_replay.py`` asks its questions of databases ingested once (``ask``,
+    ``result``), so both score alike."""
 
     llm: LLM | None
     settings: dict[str, Any] | None
