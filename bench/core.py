@@ -44,7 +44,18 @@ Figures (ms are wall-clock milliseconds; p50/p95 are percentiles over the repeti
 * ``search w/o embedding`` – each search again, right after: the text it embeds is then in the
   embedder's query cache (measured directly, not by subtraction).
 * ``stage …`` – where the searches without embedding spent their time: the mean wall and CPU
-  milliseconds per search of each stage of ``retrieval.stages`` (``/metrics`` shows the same).
+  milliseconds per search of each stage of ``retrieval.stages`` (``/metrics`` shows the same);
+  JSON ``stages``.  The search without embedding is our own work: JSON ``own_p50_ms`` and
+  ``own_p95_ms`` (the same figures as ``search_no_embed_p50_ms``/``…p95_ms``).
+* ``floor`` – what any search must do at least, measured right after each search without
+  embedding on the same question (so both see the same load; ``Floor``): the FTS5 match of the
+  terms the keyword channel keeps, BM25-ordered, the candidate width; the dense query alone (the
+  HNSW graph's search when the cube's mirror has its index attached, else the exact product
+  and top candidates); a primary-key fetch of the returned hits' rows.  JSON ``floor_p50_ms``
+  (p50 of the per-question sums), its parts, and ``own_over_floor_p50`` (p50 of own / floor
+  per question).  Beside each, the CPU time of the calling thread (``own_cpu_p50_ms``,
+  ``floor_cpu_p50_ms``, ``own_over_floor_cpu_p50``): on a machine shared with other work the
+  wall clock of a few-millisecond call mostly measures waiting for a core, its CPU time not.
 * ``add 1 turn`` – ``add`` of a single message (embedding included), ``--adds`` times, after the
   searches; these turns stay in the cube (the next size counts them).
 * ``index build/extend`` – from ``vector_index_min_items`` turns (20,000): seconds of
@@ -77,6 +88,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
@@ -85,6 +97,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from memstrata.config import Settings
 from memstrata.embed import EMBEDDERS, make_embedder
@@ -92,6 +105,7 @@ from memstrata.errors import AlreadyExists
 from memstrata.filters import Filters
 from memstrata.memory.system import MemoryOS
 from memstrata.retrieval.stages import CLOCK, Timings
+from memstrata.text import any_of, cube_prefix
 
 SEED = 20240611
 USER = "bench"
@@ -351,7 +365,7 @@ class Bench:
         self.settings = Settings.load(**overrides)
         self.embedder = make_embedder(args.embedder, self.settings)
         if args.passage_cache:
-            reuse_passages(self.embedder, args.passage_cache)
+            reuse_passages(self.embedder, args.passage_cache, args.cache_noise)
         self.stream = conversation()
         self.held = cube_turns(db, self.cube_id)
         self.rows: list[Row] = []
@@ -533,10 +547,24 @@ class Bench:
                 start = time.perf_counter()
                 uncached(q)
                 embed_ms.append((time.perf_counter() - start) * 1000)
+            # Own work and the floor, question by question back to back (the same load): the
+            # search with its query vector cached, then the floor's three reads alone.
+            floor = Floor(mos, self.db, self.cube_id, self.settings)
+            floors: list[tuple[float, ...]] = []
+            own_cpu, floor_cpu = [], []
             stages_before = CLOCK.snapshot()
-            for q in asked:
-                bare_ms.append(timed(mos.search, q, user_id=USER, cube_ids=scope, top_k=TOP_K))
+            with floor.one_blas_thread():
+                for q in asked:
+                    start, cpu = time.perf_counter(), time.thread_time()
+                    found = mos.search(q, user_id=USER, cube_ids=scope, top_k=TOP_K)
+                    bare_ms.append((time.perf_counter() - start) * 1000)
+                    own_cpu.append((time.thread_time() - cpu) * 1000)
+                    asked_floor = floor.prepare(q, [h.item.id for h in found])
+                    cpu = time.thread_time()
+                    floors.append(floor.measure(*asked_floor))
+                    floor_cpu.append((time.thread_time() - cpu) * 1000)
             stages = stage_means(stages_before, CLOCK.snapshot(), len(asked))
+            floor.close()
             exact = self.exact_scan(asked, scope) if 0 < index_min <= self.held else None
             add_ms = timed_each(
                 lambda m: mos.add([m], user_id=USER, cube_id=self.cube_id),
@@ -553,6 +581,15 @@ class Bench:
             search_no_embed_stages_ms=stages,
             search_no_embed_p50_ms=pct(bare_ms, 50),
             search_no_embed_p95_ms=pct(bare_ms, 95),
+            own_p50_ms=pct(bare_ms, 50),
+            own_p95_ms=pct(bare_ms, 95),
+            stages={k: {"wall_ms": w, "cpu_ms": c} for k, (w, c) in stages.items()},
+            **floor_figures(floors, bare_ms, floor.dense_kind),
+            own_cpu_p50_ms=pct(own_cpu, 50),
+            floor_cpu_p50_ms=pct(floor_cpu, 50),
+            own_over_floor_cpu_p50=pct(
+                [o / f for o, f in zip(own_cpu, floor_cpu, strict=True)], 50
+            ),
             add_one_p50_ms=pct(add_ms, 50) if add_ms else None,
             add_one_p95_ms=pct(add_ms, 95) if add_ms else None,
             peak_rss_mb=peak_rss_mb(),
@@ -576,6 +613,14 @@ class Bench:
         )
         for stage, (wall, cpu) in stages.items():
             self.row(size, f"  stage {stage}", round(wall, 2), "ms", f"mean; CPU {cpu:.2f} ms")
+        self.row(size, "floor p50", round(figures["floor_p50_ms"], 3), "ms",
+                 f"FTS5 {figures['floor_fts_p50_ms']:.3f} + {floor.dense_kind} dense "
+                 f"{figures['floor_dense_p50_ms']:.3f} + fetch {figures['floor_fetch_p50_ms']:.3f}")  # fmt: skip
+        self.row(size, "own work / floor (p50)", round(figures["own_over_floor_p50"], 2), "x",
+                 "per question, the same run")  # fmt: skip
+        self.row(size, "own work CPU p50", round(figures["own_cpu_p50_ms"], 3), "ms",
+                 f"floor CPU p50 {figures['floor_cpu_p50_ms']:.3f} ms; per question "
+                 f"{figures['own_over_floor_cpu_p50']:.2f}x")  # fmt: skip
         if add_ms:
             n_a = f"{len(add_ms)} adds"
             self.row(size, "add 1 turn p50", round(figures["add_one_p50_ms"], 2), "ms", n_a)
@@ -629,6 +674,82 @@ class Bench:
         }
 
 
+class Floor:
+    """The floor of one search, measured alone on the same cube: the keyword channel's FTS5
+    match (the terms ``keyword_search`` keeps, BM25-ordered, the candidate width), the dense
+    query (the approximate index's graph search when the cube's mirror has one attached, else
+    the exact matrix-vector product and its top candidates) and a primary-key fetch of the
+    returned hits' rows.  Nothing is turned into objects: what any search must read at least.
+    """
+
+    def __init__(self, mos: MemoryOS, db: str, cube_id: str, settings: Settings) -> None:
+        self.mos = mos
+        self.cube_id = cube_id
+        self.width = max(settings.search_candidates, 2 * TOP_K)
+        self.budget = settings.keyword_max_postings
+        self.prefix = cube_prefix(cube_id)
+        self.conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
+        store: Any = mos.store
+        # The same mirror (and index) the searches use; a bench may look inside the store.
+        self.cube = store._vectors.refreshed(cube_id, store._changed_rows)
+        self.dense_kind = "HNSW" if self.cube.ann is not None else "exact"
+
+    def one_blas_thread(self) -> Any:
+        """BLAS on one thread, as the searches' dense product runs."""
+        return ThreadpoolController().limit(limits=1, user_api="blas")
+
+    def prepare(self, query: str, hit_ids: list[str]) -> tuple[str | None, Any, str]:
+        """What ``measure`` reads for one question, made before the clock starts: the match
+        expression of the kept terms (None without any), the query vector, the hits' ids."""
+        terms = self.mos.store.keyword_terms(query, [self.cube_id], max_postings=self.budget)
+        vector = np.asarray(self.mos.embedder.embed_query(query), np.float32)
+        expression = f"body : {any_of([self.prefix + t for t in terms])}" if terms else None
+        return expression, vector, json.dumps(hit_ids)
+
+    def measure(self, expression: str | None, vector: Any, ids: str) -> tuple[float, ...]:
+        """Milliseconds of the FTS5 match, the dense query and the fetch, for one question."""
+        start = time.perf_counter()
+        if expression is not None:
+            self.conn.execute(
+                "SELECT rowid, bm25(items_fts, 1.0, 0.0) AS s FROM items_fts "
+                "WHERE items_fts MATCH ? ORDER BY s LIMIT ?",
+                (expression, self.width),
+            ).fetchall()
+        fts = time.perf_counter()
+        cube = self.cube
+        if cube.ann is not None:
+            cube.ann.graph.search(vector, self.width, threads=1)
+        else:
+            scores = cube.matrix[: cube.n] @ vector
+            np.argpartition(-scores, min(self.width, cube.n - 1))[: self.width]
+        dense = time.perf_counter()
+        self.conn.execute(
+            "SELECT * FROM items WHERE id IN (SELECT value FROM json_each(?))", (ids,)
+        ).fetchall()
+        end = time.perf_counter()
+        return ((fts - start) * 1000, (dense - fts) * 1000, (end - dense) * 1000)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def floor_figures(
+    floors: list[tuple[float, ...]], own_ms: list[float], dense_kind: str
+) -> dict[str, Any]:
+    """The floor's p50s (its parts and their per-question sum) and own work over the floor,
+    question by question (p50 of the ratios)."""
+    sums = [sum(f) for f in floors]
+    return {
+        "floor_p50_ms": pct(sums, 50),
+        "floor_p95_ms": pct(sums, 95),
+        "floor_fts_p50_ms": pct([f[0] for f in floors], 50),
+        "floor_dense_p50_ms": pct([f[1] for f in floors], 50),
+        "floor_fetch_p50_ms": pct([f[2] for f in floors], 50),
+        "floor_dense": dense_kind,
+        "own_over_floor_p50": pct([o / f for o, f in zip(own_ms, sums, strict=True)], 50),
+    }
+
+
 def stage_means(
     before: dict[str, Timings], after: dict[str, Timings], searches: int
 ) -> dict[str, tuple[float, float]]:
@@ -644,19 +765,30 @@ def stage_means(
     }
 
 
-def reuse_passages(embedder: Any, cache: Path) -> None:
+def reuse_passages(embedder: Any, cache: Path, noise: float | None = None) -> None:
     """Make ``embedder`` return the vectors ``bench/scale.py --e5`` kept for these texts.
 
     The cache holds the e5 vectors of the stream's first turns, in order; texts not in it are
-    embedded by the model.  Builds a large cube in minutes instead of an hour; the ingest
-    figure is then not measured.
+    embedded by the model, or with ``noise`` made up: the cached vector of a row picked by the
+    text's CRC-32, plus Gaussian noise of that σ per coordinate (seeded by the same CRC),
+    normalised (as ``bench/crossover.py`` grows 1M vectors from 100k).  Builds a large cube in
+    minutes instead of hours; the ingest figure is then not measured, and a made-up vector's
+    ranking means nothing (its cost is a real one's).
     """
     kept = np.load(cache)["vectors"]
     known = {passage_text(m): i for i, m in zip(range(len(kept)), conversation(), strict=False)}
     model = embedder.embed_passages
 
+    def made_up(text: str) -> np.ndarray:
+        crc = zlib.crc32(text.encode())
+        vector = kept[crc % len(kept)] + np.random.default_rng(crc).normal(0, noise, kept.shape[1])
+        return np.asarray(vector / np.linalg.norm(vector), np.float32)
+
     def embed_passages(texts: Sequence[str]) -> np.ndarray:
         rows = [known.get(t) for t in texts]
+        if noise is not None:
+            return np.stack([kept[r] if r is not None else made_up(t)
+                             for r, t in zip(rows, texts, strict=True)]).astype(np.float32)  # fmt: skip
         if any(r is None for r in rows):
             return np.asarray(model(texts), np.float32)
         return np.asarray(kept[rows], np.float32)
@@ -699,6 +831,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         help="e5 vectors of the stream's turns kept by bench/scale.py --e5 (ingest not timed)",
     )
+    parser.add_argument(
+        "--cache-noise",
+        type=float,
+        help="with --passage-cache: texts past the cache get a cached vector plus noise of this "
+        "sigma instead of the model's (cost figures only: their ranking means nothing)",
+    )
     parser.add_argument("--out", help="write the figures as JSON to this file")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.n]
@@ -706,6 +844,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("sizes must be positive and increasing")
     if args.batch < 1 or args.queries < 1 or args.adds < 0 or args.raw_sample < 1:
         parser.error("--batch, --queries and --raw-sample must be positive, --adds at least 0")
+    if args.cache_noise is not None and not args.passage_cache:
+        parser.error("--cache-noise needs --passage-cache")
     args.sizes = sizes
     return args
 

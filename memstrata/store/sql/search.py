@@ -48,6 +48,18 @@ class SQLSearch(SQLDatabase):
         """BM25 over the item text of ``cube_ids`` (their prefixed terms, see ``text``) of the
         query's rarest terms (see the module doc)."""
         prefixes = [cube_prefix(c) for c in dict.fromkeys(cube_ids)]
+        kept = self.keyword_terms(query, cube_ids, max_postings=max_postings)
+        if not kept:
+            return []
+        return self._bm25(Keywords(kept, prefixes, cube_ids, filters, limit))
+
+    def keyword_terms(
+        self, query: str, cube_ids: Sequence[str], *, max_postings: int | None = None
+    ) -> list[str]:
+        """The terms of ``query`` that ``keyword_search`` ranks by: its rarest ones in the
+        cubes, rarest first, within ``max_postings`` postings (always one, when any occurs);
+        empty when none occurs.  ``bench/core.py`` matches them alone to measure the floor."""
+        prefixes = [cube_prefix(c) for c in dict.fromkeys(cube_ids)]
         budget = self._max_postings if max_postings is None else max_postings
         counted = [(n, t) for t in query_terms(query) if (n := self._postings_of(prefixes, t))]
         kept: list[str] = []
@@ -57,9 +69,7 @@ class SQLSearch(SQLDatabase):
                 break
             kept.append(term)
             total += count
-        if not kept:
-            return []
-        return self._bm25(Keywords(kept, prefixes, cube_ids, filters, limit))
+        return kept
 
     def _postings_of(self, prefixes: list[str], term: str) -> int:
         """How many items of the cubes of these prefixes hold ``term`` (remembered a while:
