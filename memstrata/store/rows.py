@@ -76,6 +76,12 @@ def item_to_dict(item: MemoryItem) -> dict[str, Any]:
 
 def item_from_dict(row: dict[str, Any] | Any) -> MemoryItem:
     """A ``MemoryItem`` from a row (``sqlite3.Row`` or a dict row) or a version snapshot."""
+    keys = row.keys()
+    if len(keys) == len(ITEM_COLUMNS) and tuple(keys) == ITEM_COLUMNS:
+        # A row of ``SELECT`` (every item read): by position.  A ``sqlite3.Row`` looks a name
+        # up by comparing it with each column name in turn, so 31 lookups by name cost more
+        # than the rest of the mapping together (2.5 of 3.9 ms for 100 rows).
+        return item_from_values(tuple(row.values()) if isinstance(row, dict) else tuple(row))
     get = row.__getitem__
     return MemoryItem(
         id=get("id"),
@@ -109,6 +115,47 @@ def item_from_dict(row: dict[str, Any] | Any) -> MemoryItem:
         sources=[Source.from_dict(s) for s in _loads(get("sources"))],
         segment_id=_optional(get, "segment_id"),
         expires_at=from_epoch(_optional(get, "expires_at")),
+    )
+
+
+def item_from_values(values: Sequence[Any]) -> MemoryItem:
+    """A ``MemoryItem`` from the values of ``ITEM_COLUMNS``, in that order."""
+    (id_, cube_id, version, tier, type_, status, session_id, user_id, agent_id, role, speaker,
+     text, key, keywords, tags, metadata, external_id, event_time, created_at, updated_at,
+     valid_from, valid_to, merged_into, confidence, pinned, access_count, last_accessed_at,
+     heat, sources, segment_id, expires_at) = values  # fmt: skip
+    return MemoryItem(
+        id=id_,
+        cube_id=cube_id,
+        text=text,
+        version=version,
+        tier=tier,
+        type=type_,
+        status=status,
+        session_id=session_id,
+        user_id=user_id,
+        agent_id=agent_id,
+        role=role,
+        speaker=speaker,
+        key=key,
+        keywords=_loads(keywords),
+        tags=_loads(tags),
+        metadata=_loads(metadata),
+        external_id=external_id,
+        event_time=to_datetime(event_time),
+        created_at=to_datetime(created_at),
+        updated_at=to_datetime(updated_at),
+        valid_from=from_epoch(valid_from),
+        valid_to=from_epoch(valid_to),
+        merged_into=merged_into,
+        confidence=confidence,
+        pinned=bool(pinned),
+        access_count=access_count,
+        last_accessed_at=from_epoch(last_accessed_at),
+        heat=heat,
+        sources=[] if sources == "[]" else [Source.from_dict(s) for s in json.loads(sources)],
+        segment_id=segment_id,
+        expires_at=from_epoch(expires_at),
     )
 
 
