@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from memstrata.model import Part
+
 Fused = tuple[str, float, dict[str, int]]
 
 
@@ -26,3 +28,15 @@ def reciprocal_rank_fusion(
             ranks.setdefault(item_id, {})[name] = rank
     order = sorted(scores, key=lambda i: -scores[i])
     return [(i, scores[i], ranks[i]) for i in order]
+
+
+def channel_parts(
+    ranks: Mapping[str, int], weights: Mapping[str, float], k: int = 60
+) -> tuple[Part, ...]:
+    """One ``channel`` part per channel of ``ranks`` ({channel: rank}, in the order the
+    channels were fused), each its contribution ``w_c / (k + rank_c)``: in that order they sum
+    to exactly the score ``reciprocal_rank_fusion`` gave."""
+    return tuple(
+        Part("channel", name, weights.get(name, 1.0) / (k + rank), rank=rank)
+        for name, rank in ranks.items()
+    )

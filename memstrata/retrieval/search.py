@@ -10,9 +10,10 @@ from memstrata.config import Settings
 from memstrata.embed.base import Embedder, Vectors
 from memstrata.filters import Filters
 from memstrata.model import Hit, MemoryItem
-from memstrata.retrieval import timeline
+from memstrata.retrieval import agreement, timeline
 from memstrata.retrieval.decompose import decompose, interleave
-from memstrata.retrieval.fusion import Fused, reciprocal_rank_fusion
+from memstrata.retrieval.explain import adjusted, joined, noted, scaled
+from memstrata.retrieval.fusion import Fused, channel_parts, reciprocal_rank_fusion
 from memstrata.retrieval.question import dates, near, periods, subjects, without_subjects
 from memstrata.retrieval.stages import CLOCK
 from memstrata.store.base import SearchIndex, Store
@@ -34,9 +35,13 @@ def fuse_channels(
     channels = {"keyword": keyword, "dense": dense}
     if dated:
         channels["dated"] = dated
-    weights = {"keyword": settings.keyword_weight, "dense": settings.dense_weight,
-               "dated": settings.dense_weight}  # fmt: skip
-    return reciprocal_rank_fusion(channels, weights, settings.rrf_k)
+    return reciprocal_rank_fusion(channels, channel_weights(settings), settings.rrf_k)
+
+
+def channel_weights(settings: Settings) -> dict[str, float]:
+    """Each channel's weight in fusion (the dated channel weighs as the dense one)."""
+    return {"keyword": settings.keyword_weight, "dense": settings.dense_weight,
+            "dated": settings.dense_weight}  # fmt: skip
 
 
 #: Share of its best adjacent turn's fused score that a turn gains (see ``smooth_neighbours``).
@@ -70,14 +75,24 @@ def hybrid_search(
     chatter (``retrieval.timeline``: what stopped holding, for a question about the present or
     the past; small talk); ``Hit.ranks``
     holds each channel's rank (empty for a turn found only as the next turn of a candidate).
+    No adjustment lifts an item above one both channels rank far higher (``retrieval.agreement``).
+    ``Hit.parts`` says how each score was made: one part per channel that ranked the item, then
+    one per adjustment, summing to the score (``retrieval.explain``).
     A query that joins names ("Jon and Gina") is asked once per name instead, and the lists are
-    merged round-robin (``retrieval.decompose``).
+    merged round-robin (``retrieval.decompose``), each hit noting the sub-query that found it.
     """
+    asked = decompose(query)
     found = [
         _search_one(store, embedder, settings, q, cube_ids, filters, top_k, neighbour_weight)
-        for q in decompose(query)
+        for q in asked
     ]
-    return found[0] if len(found) == 1 else interleave(found, top_k)
+    if len(found) == 1:
+        return found[0]
+    noted_parts = [
+        [noted(h, "decomposition", f"asked as '{q}'") for h in hits]
+        for q, hits in zip(asked, found, strict=True)
+    ]
+    return interleave(noted_parts, top_k)
 
 
 def _search_one(
@@ -104,9 +119,15 @@ def _search_one(
         dense = store.vector_search(vector, cube_ids, filters, width)
         dated = _dated(store, vector, cube_ids, filters, periods(query), width)
     fused = fuse_channels(keyword, dense, settings, dated)
+    weights = channel_weights(settings)
     with CLOCK.timed("fetch"):
         items = {item.id: item for item in store.get_items([item_id for item_id, _, _ in fused])}
-    hits = [Hit(items[i], score, ranks) for i, score, ranks in fused if i in items]
+    hits = [
+        Hit(items[i], score, ranks, channel_parts(ranks, weights, settings.rrf_k))
+        for i, score, ranks in fused
+        if i in items
+    ]
+    places = {hit.item.id: n for n, hit in enumerate(hits, 1)}
     if neighbour_weight > 0:
         # The weighing below moves a score by at most this factor against another's.
         spread = (DATE_BOOST if days else 1.0) / (OTHER_SPEAKER if named else 1.0)
@@ -115,7 +136,8 @@ def _search_one(
     if named or days:
         hits = sorted(_weighed(hits, named, days), key=lambda h: -h.score)
     with CLOCK.timed("time"):
-        hits = timeline.weigh(store, hits, timeline.tense(query), filters)
+        hits = timeline.weigh(store, hits, timeline.tense(query), filters, places)
+        hits = agreement.enforce(hits, places)
     return hits[:top_k]
 
 
@@ -153,19 +175,24 @@ def _weighed(hits: list[Hit], speakers: frozenset[str], days: list[date]) -> Ite
     an item not spoken by one of ``speakers`` (when there are any), ``DATE_BOOST`` for one
     near one of ``days``."""
     for hit in hits:
-        factor = 1.0
         if speakers and not _spoken_by(hit.item, speakers):
-            factor *= OTHER_SPEAKER
+            hit = scaled(hit, "speaker", OTHER_SPEAKER, "other speaker")
         if days and near(hit.item, days):
-            factor *= DATE_BOOST
-        yield hit if factor == 1.0 else Hit(hit.item, hit.score * factor, hit.ranks)
+            hit = scaled(hit, "date", DATE_BOOST, "named day")
+        yield hit
 
 
 def _spoken_by(item: MemoryItem, speakers: frozenset[str]) -> bool:
     """Whether ``item`` is one of ``speakers``' (a derived item: about one of them) or is
-    no one's (a document, a segment)."""
+    no one's (a document, a segment, a user's turn that names no speaker).
+
+    A turn with no speaker but another role (an assistant's reply, a tool's result) is not
+    theirs: it is someone else speaking, often *to* them ("Hello Alice, ..."), which is why
+    it shares their name."""
     who = item.speaker or (item.metadata.get("subject") if item.tier == "long" else None)
-    return who is None or who in speakers
+    if who is None:
+        return item.type != "turn" or item.role in (None, "user")
+    return who in speakers
 
 
 def smooth_neighbours(
@@ -189,6 +216,9 @@ def smooth_neighbours(
     moved by factors at most ``spread`` apart: a next turn that could not reach the first ``k``
     even so is not read from the store (most next turns of a large cube's candidates), and is
     left out.  The first ``k`` are the same as without ``keep``.
+
+    Each gain is a ``neighbour`` part whose reason names the adjacent turn by its place in
+    ``hits`` ("next turn of #2": this turn follows the 2nd; "turn before #5").
     """
     by_cube: dict[str, list[str]] = {}
     for hit in hits:
@@ -197,25 +227,46 @@ def smooth_neighbours(
     following = {k: v for c, ids in by_cube.items() for k, v in store.next_turns(c, ids).items()}
     base = {hit.item.id: hit.score for hit in hits}
     known = {hit.item.id: hit for hit in hits}
-    best = dict.fromkeys(known, 0.0)
+    # each turn's best adjacent turn: its score, its id, whether it is the turn before
+    best: dict[str, tuple[float, str, bool]] = {}
     # A turn joining from outside gains from the turn before it only (its own score is 0 and
     # what follows it is not read), so the known hits' smoothed scores do not depend on it.
-    reach: dict[str, float] = {}
+    reach: dict[str, tuple[float, str, bool]] = {}
     for before, after in following.items():
         if after in known:
-            best[before] = max(best[before], base[after])
-            best[after] = max(best[after], base[before])
-        else:
-            reach[after] = max(reach.get(after, 0.0), weight * base[before])
-    smoothed = {i: base[i] + weight * best[i] for i in known}
+            if base[after] > best.get(before, _NONE)[0]:
+                best[before] = (base[after], after, False)
+            if base[before] > best.get(after, _NONE)[0]:
+                best[after] = (base[before], before, True)
+        elif weight * base[before] > reach.get(after, _NONE)[0]:
+            reach[after] = (weight * base[before], before, True)
+    smoothed = {i: base[i] + weight * best[i][0] if i in best else base[i] for i in known}
     if keep is not None and len(smoothed) >= keep[0]:
         k, spread = keep
         kth = sorted(smoothed.values(), reverse=True)[k - 1]
-        reach = {i: score for i, score in reach.items() if score * spread >= kth}
+        reach = {i: got for i, got in reach.items() if got[0] * spread >= kth}
     joining = [i for i in store.get_items(list(reach)) if filters.matches(i)]
-    ranked = [Hit(hit.item, smoothed[i], hit.ranks) for i, hit in known.items()]
-    ranked += [Hit(item, reach[item.id], {}) for item in joining]
+    place = {hit.item.id: n for n, hit in enumerate(hits, 1)}
+    ranked = [
+        adjusted(hit, "neighbour", smoothed[i], _beside(best[i], place)) if i in best else hit
+        for i, hit in known.items()
+    ]
+    ranked += [
+        joined(item, "neighbour", reach[item.id][0], _beside(reach[item.id], place))
+        for item in joining
+    ]
     return sorted(ranked, key=lambda h: -h.score)
+
+
+#: No adjacent turn yet: any score beats it.
+_NONE = (0.0, "", False)
+
+
+def _beside(neighbour: tuple[float, str, bool], place: dict[str, int]) -> str:
+    """Why a turn gained from ``neighbour`` (score, id, whether it is the turn before):
+    "next turn of #N" or "turn before #N", N its place in the ranking smoothed."""
+    _, other, before = neighbour
+    return f"next turn of #{place[other]}" if before else f"turn before #{place[other]}"
 
 
 #: Derived types whose hits are shown as the turns they came from (a segment keeps its summary).
@@ -227,7 +278,8 @@ def expand_to_sources(store: Store, hits: list[Hit]) -> list[Hit]:
 
     A fact is a retrieval key: the words a question uses, in the third person; what answers it
     verbatim is the turn.  Each source keeps the item's score and ranks; duplicates (a turn
-    found directly and through a fact) appear once, at their best rank.
+    found directly and through a fact) appear once, at their best rank.  A source's parts are
+    the item's, then a zero-value ``source`` part naming it ("source of fact <id>").
     """
     wanted = [s.item_id for h in hits if h.item.type in EXPANDED_TYPES for s in h.item.sources]
     sources = {i.id: i for i in store.get_items([i for i in wanted if i])}
@@ -236,7 +288,8 @@ def expand_to_sources(store: Store, hits: list[Hit]) -> list[Hit]:
         if hit.item.type not in EXPANDED_TYPES:
             return [hit]
         found = [sources[s.item_id] for s in hit.item.sources if s.item_id in sources]
-        return [Hit(item, hit.score, hit.ranks) for item in found] or [hit]
+        reason = f"source of {hit.item.type} {hit.item.id}"
+        return [noted(hit, "source", reason, item) for item in found] or [hit]
 
     return _first_of_each(h for hit in hits for h in expanded(hit))
 
@@ -250,7 +303,8 @@ def expand_chain(
     (with RRF k = 20) lifts evidence recall within 1000 tokens from 0.668 to 0.729
     (docs/evaluation.md).  With ``speakers`` (the people a query names) only their next turns
     are added: a reply by someone else is rarely the answer and costs as much budget.  The
-    neighbour takes its turn's score and ranks; a turn already present is not repeated.
+    neighbour takes its turn's score, ranks and parts, then a zero-value ``chain`` part ("next
+    turn of <id>"); a turn already present is not repeated.
     """
     turns: dict[str, list[str]] = {}
     for hit in hits:
@@ -265,7 +319,7 @@ def expand_chain(
         after = neighbours.get(following.get(hit.item.id, ""))
         if after is None or (speakers and not _spoken_by(after, speakers)):
             return [hit]
-        return [hit, Hit(after, hit.score, hit.ranks)]
+        return [hit, noted(hit, "chain", f"next turn of {hit.item.id}", after)]
 
     return _first_of_each(h for hit in hits for h in chained(hit))
 

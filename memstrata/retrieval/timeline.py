@@ -22,11 +22,12 @@ neither answers a question, and both share its everyday words.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from memstrata.filters import Filters
 from memstrata.model import Hit, MemoryItem
+from memstrata.retrieval.explain import adjusted, joined, scaled
 from memstrata.store.base import SearchIndex
 
 Tense = Literal["present", "past"] | None
@@ -100,19 +101,36 @@ def _pleasantry(sentence: str) -> bool:
     return _PLEASANTRY.match(sentence) is not None and len(sentence.split()) <= PLEASANTRY_WORDS
 
 
+#: The reason recorded with a ``time`` part, per tense asked.
+_STOPPED = {"present": "no longer holds (present question)",
+            "past": "no longer holds (past question)", None: "no longer holds"}  # fmt: skip
+
+
 def weigh(
-    store: SearchIndex, hits: Sequence[Hit], asked: Tense, filters: Filters = EVERYTHING
+    store: SearchIndex,
+    hits: Sequence[Hit],
+    asked: Tense,
+    filters: Filters = EVERYTHING,
+    places: Mapping[str, int] | None = None,
 ) -> list[Hit]:
     """``hits`` re-weighed by time and chatter (see the module docs), best first; a turn
-    lifted in joins them only when it passes ``filters``."""
+    lifted in joins them only when it passes ``filters``.
+
+    Each weight is a part of the hit: ``time`` (factor ``PAST_IN_…``, "no longer holds
+    (present question)"), ``chatter`` ("small talk"), ``successor`` ("states what replaced #N",
+    N the superseded hit's place in ``places``, the fused list, or its id when it has none).
+    """
     factor = {"present": PAST_IN_PRESENT, "past": PAST_IN_PAST, None: PAST_IN_NEUTRAL}[asked]
     out: dict[str, Hit] = {}
     for hit in hits:
-        weight = factor if hit.item.valid_to is not None else 1.0
-        weight *= _chatter(hit.item)
-        out[hit.item.id] = hit if weight == 1.0 else Hit(hit.item, hit.score * weight, hit.ranks)
+        if hit.item.valid_to is not None and factor != 1.0:
+            hit = scaled(hit, "time", factor, _STOPPED[asked])
+        chatter = _chatter(hit.item)
+        if chatter != 1.0:
+            hit = scaled(hit, "chatter", chatter, "small talk")
+        out[hit.item.id] = hit
     if asked == "present":
-        _lift_successors(store, hits, out, filters)
+        _lift_successors(store, hits, out, filters, places or {})
     return sorted(out.values(), key=lambda h: -h.score)
 
 
@@ -130,33 +148,45 @@ def _chatter(item: MemoryItem) -> float:
 
 
 def _lift_successors(
-    store: SearchIndex, hits: Sequence[Hit], out: dict[str, Hit], filters: Filters
+    store: SearchIndex,
+    hits: Sequence[Hit],
+    out: dict[str, Hit],
+    filters: Filters,
+    places: Mapping[str, int],
 ) -> None:
     """Give the turns stating what replaced a superseded hit that hit's score (unweighed),
     when theirs is lower: a question about the present is answered by the newest statement."""
-    wanted: dict[str, float] = {}
+    # per successor: the best superseded hit's score, and that hit's id
+    wanted: dict[str, tuple[float, str]] = {}
     for hit in hits:
         successor = hit.item.metadata.get("superseded_by") if hit.item.valid_to else None
-        if isinstance(successor, str):
-            wanted[successor] = max(wanted.get(successor, 0.0), hit.score)
+        if isinstance(successor, str) and hit.score > wanted.get(successor, _NONE)[0]:
+            wanted[successor] = (hit.score, hit.item.id)
     if not wanted:
         return
     successors = store.get_items(list(wanted))
     # a successor may be the turn itself (a change said with no new value) or an item
     # citing the turns that state the new value
-    turns: dict[str, float] = {}
+    turns: dict[str, tuple[float, str]] = {}
     for item in successors:
         ids = [item.id] if item.type == "turn" else [s.item_id for s in item.sources if s.item_id]
         for turn_id in ids:
-            turns[turn_id] = max(turns.get(turn_id, 0.0), wanted[item.id])
+            if wanted[item.id][0] > turns.get(turn_id, _NONE)[0]:
+                turns[turn_id] = wanted[item.id]
     missing = [i for i in turns if i not in out]
     found = {i.id: i for i in store.get_items(missing)} if missing else {}
-    for turn_id, score in turns.items():
+    for turn_id, (score, replaced) in turns.items():
         known = out.get(turn_id)
+        place = places.get(replaced)
+        reason = f"states what replaced {f'#{place}' if place is not None else replaced}"
         if known is not None:
             if known.item.valid_to is None and known.score < score:
-                out[turn_id] = Hit(known.item, score, known.ranks)
+                out[turn_id] = adjusted(known, "successor", score, reason)
         elif (
             turn_id in found and found[turn_id].valid_to is None and filters.matches(found[turn_id])
         ):
-            out[turn_id] = Hit(found[turn_id], score, {})
+            out[turn_id] = joined(found[turn_id], "successor", score, reason)
+
+
+#: No superseded hit yet: any score beats it.
+_NONE = (0.0, "")
