@@ -124,6 +124,8 @@ def item_from_values(values: Sequence[Any]) -> MemoryItem:
      text, key, keywords, tags, metadata, external_id, event_time, created_at, updated_at,
      valid_from, valid_to, merged_into, confidence, pinned, access_count, last_accessed_at,
      heat, sources, segment_id, expires_at) = values  # fmt: skip
+    # Inlined (no helper calls): a search maps about a hundred rows (7 µs each, 8 before).
+    at, utc = datetime.fromtimestamp, timezone.utc
     return MemoryItem(
         id=id_,
         cube_id=cube_id,
@@ -138,24 +140,24 @@ def item_from_values(values: Sequence[Any]) -> MemoryItem:
         role=role,
         speaker=speaker,
         key=key,
-        keywords=_loads(keywords),
-        tags=_loads(tags),
-        metadata=_loads(metadata),
+        keywords=[] if keywords == "[]" else json.loads(keywords),
+        tags=[] if tags == "[]" else json.loads(tags),
+        metadata={} if metadata == "{}" else json.loads(metadata),
         external_id=external_id,
-        event_time=to_datetime(event_time),
-        created_at=to_datetime(created_at),
-        updated_at=to_datetime(updated_at),
-        valid_from=from_epoch(valid_from),
-        valid_to=from_epoch(valid_to),
+        event_time=at(event_time, utc),
+        created_at=at(created_at, utc),
+        updated_at=at(updated_at, utc),
+        valid_from=None if valid_from is None else at(valid_from, utc),
+        valid_to=None if valid_to is None else at(valid_to, utc),
         merged_into=merged_into,
         confidence=confidence,
         pinned=bool(pinned),
         access_count=access_count,
-        last_accessed_at=from_epoch(last_accessed_at),
+        last_accessed_at=None if last_accessed_at is None else at(last_accessed_at, utc),
         heat=heat,
         sources=[] if sources == "[]" else [Source.from_dict(s) for s in json.loads(sources)],
         segment_id=segment_id,
-        expires_at=from_epoch(expires_at),
+        expires_at=None if expires_at is None else at(expires_at, utc),
     )
 
 
