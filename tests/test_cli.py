@@ -15,6 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memstrata.cli import cli
+from memstrata.model import Part
+from memstrata.wire import part_text, record_from_wire
 
 MISO = "My sister's cat is called Miso"  # 2024-05-01, session s1, no metadata
 TUNA = "The cat Miso likes tuna"  # now, session s2, metadata {"n": 2}
@@ -216,6 +218,32 @@ def test_search_filters(filter_db: Path, filters: list[str], expected: list[str]
     )
     assert result.exit_code == 0, result.output
     assert sorted(hit["item"]["text"] for hit in json.loads(result.stdout)) == expected
+
+
+def test_search_explain_shows_the_parts_of_each_score(filter_db: Path) -> None:
+    """issue 26: ``--explain`` prints, under each hit, the parts its score is made of (a
+    line of ``wire.part_text``s), and ``--json --explain`` gives each hit its parts, whose
+    values sum to its score; without ``--explain`` the output is as before (no parts)."""
+    search = ["--db", str(filter_db), "search", "cat Miso", "--user", "alice"]
+    plain = invoke("--json", *search)
+    assert plain.exit_code == 0, plain.output
+    shown = json.loads(plain.stdout)
+    assert shown and [set(hit) for hit in shown] == [{"item", "score", "ranks"}] * len(shown)
+    explained = invoke("--json", *search, "--explain")
+    assert explained.exit_code == 0, explained.output
+    hits = json.loads(explained.stdout)
+    assert [h["item"]["id"] for h in hits] == [h["item"]["id"] for h in shown]
+    for hit in hits:
+        assert hit["parts"], f"no parts for {hit['item']['text']!r}"
+        assert sum(p["value"] for p in hit["parts"]) == pytest.approx(hit["score"], abs=1e-9)
+    text = invoke(*search, "--explain")
+    assert text.exit_code == 0, text.output
+    lines = text.stdout.splitlines()
+    assert len(lines) == 2 * len(hits)
+    for hit, row, below in zip(hits, lines[::2], lines[1::2], strict=True):
+        assert row.split()[:2] == [f"{hit['score']:.4f}", hit["item"]["id"]]
+        words = [part_text(record_from_wire(Part, p)) for p in hit["parts"]]
+        assert below == "    " + " · ".join(words)
 
 
 def test_get_update_history_delete(

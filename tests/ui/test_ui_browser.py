@@ -122,6 +122,7 @@ def test_a_tour_of_the_inspector(page: Any, inspector: Inspector, shots: Path) -
     page.click("button:has-text('Show')")
     page.wait_for_selector("h2:has-text('Search')")
     assert "Miso" in page.inner_text("tbody")
+    assert "score parts" in page.inner_text("thead")  # why each hit ranks where it does
     page.screenshot(path=str(shots / "search.png"), full_page=True)
 
     page.click("a:has-text('My cat is called Miso')")
