@@ -1,0 +1,29 @@
+"""``bench/core.py`` reports own work, its stages and the floor (issue 29), with the keys the
+issue's outside check reads: a run on a tiny new cube (30 turns, 3 questions)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_tiny_run_reports_own_work_stages_and_the_floor(tmp_path: Path) -> None:
+    out = tmp_path / "core.json"
+    command = [sys.executable, "bench/core.py", "--embedder", "e5", "--n", "30", "--no-tiers",
+               "--db", str(tmp_path / "core.db"), "--queries", "3", "--adds", "0",
+               "--raw-sample", "8", "--workers", "0", "--out", str(out)]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    size = json.loads(out.read_text())["sizes"][-1]
+    for key in ("search_p50_ms", "search_p95_ms", "own_p50_ms", "own_p95_ms", "floor_p50_ms",
+                "floor_fts_p50_ms", "floor_dense_p50_ms", "floor_fetch_p50_ms",
+                "own_cpu_p50_ms", "floor_cpu_p50_ms", "own_over_floor_p50"):  # fmt: skip
+        assert size[key] > 0, key
+    assert size["floor_dense"] == "exact"
+    assert {"keyword", "dense", "fetch"} <= set(size["stages"])
+    assert all(v["wall_ms"] >= 0 and v["cpu_ms"] >= 0 for v in size["stages"].values())
+    assert size["own_p50_ms"] == size["search_no_embed_p50_ms"]
