@@ -52,14 +52,14 @@ RANKS = (27, 55)
 def reading_up_to(step: str) -> Iterator[None]:
     """The library as it reads questions up to ``step`` (see the module docstring)."""
     level = STEPS.index(step)
-    saved = (reading.subjects, search.OTHER_SPEAKER, search.without_subjects, search.DATE_BOOST,
+    saved = (reading.subjects, search.OTHER_SPEAKER, search.as_speakers, search.DATE_BOOST,
              search.periods)  # fmt: skip
     if level < 1:
         reading.subjects = lambda store, query, cube_ids: frozenset()  # type: ignore[assignment]
     if level < 2:
         search.OTHER_SPEAKER = 1.0
     if level < 3:
-        search.without_subjects = lambda query, speakers: query  # type: ignore[assignment]
+        search.as_speakers = lambda query, speakers: query  # type: ignore[assignment]
     if level < 4:
         search.DATE_BOOST = 1.0
     if level < 5:
@@ -67,7 +67,7 @@ def reading_up_to(step: str) -> Iterator[None]:
     try:
         yield
     finally:
-        (reading.subjects, search.OTHER_SPEAKER, search.without_subjects, search.DATE_BOOST,
+        (reading.subjects, search.OTHER_SPEAKER, search.as_speakers, search.DATE_BOOST,
          search.periods) = saved  # fmt: skip
 
 

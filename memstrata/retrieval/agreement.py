@@ -5,9 +5,12 @@ chatter) may reorder close calls, but not lift an item above one that **both** c
 keyword and dense, rank higher by a wide margin: when two independent rankings agree that B is
 far better than A, a boost of A (or a penalty of B) is not evidence enough to overturn them.
 
-B *dominates* A when B is in both channels, ranked higher than A there by a wide margin (A
-absent from the channel, or ranked worse than ``max(MARGIN_FACTOR × r, r + MARGIN_GAP)`` where
-``r`` is B's rank), and fused higher than A (the channels' parts alone).  When the query names
+B *dominates* A when both are in both channels, B ranked higher than A in each by a wide
+margin (A ranked worse than ``max(MARGIN_FACTOR × r, r + MARGIN_GAP)`` where ``r`` is B's rank),
+and B fused higher than A (the channels' parts alone).  An item a channel did not rank is not
+judged: the channels do not agree about it, and such items are mostly turns that joined as the
+next turn of a candidate, often its answer (on LoCoMo's development split, judging them as
+ranked last cost recall; docs/search.md).  When the query names
 a time, the dated channel (the dense ranking within that time) has a say too: an item it
 ranked is dominated only by one it ranked higher by a wide margin, since a question about a
 day is answered by that day's items even when other days share more of its words.  ``enforce`` places an
@@ -38,8 +41,8 @@ from memstrata.retrieval.explain import adjusted
 #: The two channels whose agreement protects an item.
 AGREEING = ("keyword", "dense")
 #: B ranks higher than A by a wide margin in a channel when A's rank there is worse than
-#: ``max(MARGIN_FACTOR × B's rank, B's rank + MARGIN_GAP)`` (or A is absent from it).
-MARGIN_FACTOR = 2
+#: ``max(MARGIN_FACTOR × B's rank, B's rank + MARGIN_GAP)``.
+MARGIN_FACTOR = 4
 MARGIN_GAP = 3
 
 
@@ -59,6 +62,7 @@ def enforce(hits: Sequence[Hit], places: Mapping[str, int] | None = None) -> lis
     dominated = (
         (keyword[:, None] > _bound(keyword[j]))
         & (dense[:, None] > _bound(dense[j]))
+        & (np.isfinite(keyword) & np.isfinite(dense))[:, None]
         & (np.isinf(dated)[:, None] | (dated[:, None] > _bound(dated[j])))
         & (fused[:, None] < fused[j])
         & (np.arange(n)[:, None] < j)

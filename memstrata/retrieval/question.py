@@ -5,7 +5,7 @@ person's own words far more often than by anyone else's: on LoCoMo's development
 the evidence turns of questions naming one speaker are that speaker's
 (``bench/locomo_reading.py``). ``subjects`` finds the speakers of the searched cubes that a
 query names; search then ranks other speakers' items lower (``retrieval.search``), its dense
-channel embeds the question with those names said as "they" (``without_subjects``), and the
+channel embeds the question as its subject would ask it, in the first person (``as_speakers``), and the
 context does not spend its budget on the others' replies (``expand_chain``). Names are the
 query's capitalised words (possessives stripped, two-word names too) or, when no word but the
 first is capitalised, all its words; each is looked up among the cubes' speakers in the store,
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, timedelta
 from itertools import pairwise
 
@@ -31,7 +31,6 @@ from memstrata.text import STOPWORDS
 
 _WORD = re.compile(r"[^\W\d_][\w\-]*")
 _POSSESSIVE = re.compile(r"['’]s\b")
-_PRONOUNS = frozenset({"they", "their"})
 _MONTHS = ("january february march april may june july august september october november "
            "december").split()  # fmt: skip
 _MONTH = "|".join(_MONTHS)
@@ -70,23 +69,58 @@ def subjects(store: SearchIndex, query: str, cube_ids: Sequence[str]) -> frozens
     return frozenset(store.named_speakers(cube_ids, found)) if found else frozenset()
 
 
-def without_subjects(query: str, speakers: frozenset[str]) -> str:
-    """``query`` with each of ``speakers`` said as "they" ("their" for a possessive): what the
-    dense channel embeds once the subject is known.
+#: A verb made to agree with the pronoun a subject became ("does I" → "do I"; "is you" → "are you").
+_AGREE = {
+    "I": {"does": "do", "is": "am", "has": "have", "was": "was"},
+    "you": {"does": "do", "is": "are", "has": "have", "was": "were"},
+}
+_VERB = re.compile(r"\b((?i:does|is|has|was)) (I|you)\b|\b(I|you) (does|is|has|was)\b")
 
-    Every item of a speaker is embedded with the speaker's name (``text.embedding_text``), so a
-    name in the query vector pulls towards *all* that person's turns and away from what is asked
-    about them; the subject is already taken care of by the speaker factor.  On LoCoMo's
-    development split this lifts evidence recall within 1000/2000 tokens from 0.789/0.853 to
-    0.805/0.870 (``bench/locomo_reading.py``, docs/evaluation.md).  A query that is nothing but
-    names is kept whole.
+
+def as_speakers(query: str, speakers: frozenset[str]) -> str:
+    """``query`` as its subjects would say it: the first of ``speakers`` it names said as "I"
+    ("my" for a possessive), any other as "you" ("your"), with "does", "is", "has" and "was"
+    agreeing ("Where does Alice live?" → "Where do I live?"): what the dense channel embeds
+    once the subjects are known.
+
+    A speaker's turns are embedded as ``speaker: text`` and said in the first person ("Alice:
+    I moved to Lisbon"); a question about them in the third person ("they") is far from them in
+    the embedding, one in the first person close.  The subject itself is taken care of by the
+    speaker factor.  A query that is nothing but names is kept whole.
     """
+    found = []
+    for name in speakers:
+        match = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", query, re.IGNORECASE)
+        if match:
+            found.append((match.start(), -len(name), name))
     said = query
-    for name in sorted(speakers, key=len, reverse=True):
+    for n, (_, _, name) in enumerate(sorted(found)):
+        pronoun, possessive = ("I", "my") if n == 0 else ("you", "your")
         pattern = re.compile(rf"(?<!\w){re.escape(name)}(['’]s\b)?(?!\w)", re.IGNORECASE)
-        said = pattern.sub(lambda m: "their" if m.group(1) else "they", said)
-    rest = [w for w in _WORD.findall(said) if w.lower() not in STOPWORDS | _PRONOUNS]
-    return said if rest else query
+        said = pattern.sub(_said_as(pronoun, possessive), said)
+    rest = [w for w in _WORD.findall(said) if w.lower() not in STOPWORDS | _SAID_AS]
+    return _VERB.sub(_agree, said) if rest else query
+
+
+_SAID_AS = frozenset({"i", "my", "you", "your"})
+
+
+def _said_as(pronoun: str, possessive: str) -> Callable[[re.Match[str]], str]:
+    """A replacement saying a name as ``pronoun``, or ``possessive`` when it has "'s"."""
+
+    def said(match: re.Match[str]) -> str:
+        return possessive if match.group(1) else pronoun
+
+    return said
+
+
+def _agree(match: re.Match[str]) -> str:
+    """A verb and its new pronoun, in agreement."""
+    verb, pronoun = match.group(1), match.group(2)
+    if verb:
+        agreed = _AGREE[pronoun][verb.lower()]
+        return f"{agreed.capitalize() if verb[0].isupper() else agreed} {pronoun}"
+    return f"{match.group(3)} {_AGREE[match.group(3)][match.group(4)]}"
 
 
 def dates(query: str) -> list[date]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import date, datetime, time, timezone
@@ -14,7 +15,7 @@ from memstrata.retrieval import agreement, timeline
 from memstrata.retrieval.decompose import decompose, interleave
 from memstrata.retrieval.explain import adjusted, joined, noted, scaled
 from memstrata.retrieval.fusion import Fused, channel_parts, reciprocal_rank_fusion
-from memstrata.retrieval.question import dates, near, periods, subjects, without_subjects
+from memstrata.retrieval.question import as_speakers, dates, near, periods, subjects
 from memstrata.retrieval.stages import CLOCK
 from memstrata.store.base import SearchIndex, Store
 
@@ -70,7 +71,9 @@ def hybrid_search(
     is the fused RRF score, raised by ``neighbour_weight`` times the best adjacent turn's
     (``smooth_neighbours``), then multiplied by ``OTHER_SPEAKER`` for an item whose speaker is
     not one the query names, when it names any (``retrieval.question.subjects``; the dense
-    channel then embeds the query with those names said as "they"), and by ``DATE_BOOST``
+    channel then embeds the query as they would ask it, in the first person,
+    ``question.as_speakers``), or, for a query in the first person that names no one ("where
+    do I live?"), for a turn not in the user's role (``asks_about_the_user``), and by ``DATE_BOOST``
     for an item within a day of a date the query names (``question.dates``), then by time and
     chatter (``retrieval.timeline``: what stopped holding, for a question about the present or
     the past; small talk); ``Hit.ranks``
@@ -110,7 +113,7 @@ def _search_one(
         named = subjects(store, query, cube_ids)
         days = dates(query)
     with CLOCK.timed("embed"):
-        vector = embedder.embed_query(without_subjects(query, named) if named else query)
+        vector = embedder.embed_query(as_speakers(query, named) if named else query)
     with CLOCK.timed("keyword"):
         keyword = store.keyword_search(
             query, cube_ids, filters, width, max_postings=settings.keyword_max_postings
@@ -128,13 +131,14 @@ def _search_one(
         if i in items
     ]
     places = {hit.item.id: n for n, hit in enumerate(hits, 1)}
+    user = not named and asks_about_the_user(query)
     if neighbour_weight > 0:
         # The weighing below moves a score by at most this factor against another's.
-        spread = (DATE_BOOST if days else 1.0) / (OTHER_SPEAKER if named else 1.0)
+        spread = (DATE_BOOST if days else 1.0) / (OTHER_SPEAKER if named or user else 1.0)
         with CLOCK.timed("neighbours"):
             hits = smooth_neighbours(store, hits, filters, neighbour_weight, keep=(top_k, spread))
-    if named or days:
-        hits = sorted(_weighed(hits, named, days), key=lambda h: -h.score)
+    if named or days or user:
+        hits = sorted(_weighed(hits, named, days, user), key=lambda h: -h.score)
     with CLOCK.timed("time"):
         hits = timeline.weigh(store, hits, timeline.tense(query), filters, places)
         hits = agreement.enforce(hits, places)
@@ -170,13 +174,29 @@ def _dated(
     return sorted(found.items(), key=lambda pair: -pair[1])[:width]
 
 
-def _weighed(hits: list[Hit], speakers: frozenset[str], days: list[date]) -> Iterator[Hit]:
+#: A question in the first person ("where do I live?") asks about the user who types it; one
+#: that also says "you" may be about what the assistant said.
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
+
+
+def asks_about_the_user(query: str) -> bool:
+    """Whether ``query`` is in the first person and not the second ("where do I live?")."""
+    return bool(_FIRST_PERSON.search(query)) and not _SECOND_PERSON.search(query)
+
+
+def _weighed(
+    hits: list[Hit], speakers: frozenset[str], days: list[date], user: bool = False
+) -> Iterator[Hit]:
     """``hits`` with their scores multiplied by what the query says: ``OTHER_SPEAKER`` for
-    an item not spoken by one of ``speakers`` (when there are any), ``DATE_BOOST`` for one
-    near one of ``days``."""
+    an item not spoken by one of ``speakers`` (when there are any) or, with ``user`` (a query
+    in the first person that names no one), for a turn not in the user's role (an assistant's
+    reply); ``DATE_BOOST`` for one near one of ``days``."""
     for hit in hits:
         if speakers and not _spoken_by(hit.item, speakers):
             hit = scaled(hit, "speaker", OTHER_SPEAKER, "other speaker")
+        elif user and hit.item.type == "turn" and hit.item.role not in (None, "user"):
+            hit = scaled(hit, "speaker", OTHER_SPEAKER, "other speaker (the question says I)")
         if days and near(hit.item, days):
             hit = scaled(hit, "date", DATE_BOOST, "named day")
         yield hit

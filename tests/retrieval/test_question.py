@@ -17,7 +17,6 @@ from memstrata.retrieval.question import (
     near,
     periods,
     subjects,
-    without_subjects,
 )
 from memstrata.retrieval.search import expand_chain, hybrid_search
 
@@ -32,16 +31,6 @@ def test_names_are_capitalised_words_unless_only_the_first_is() -> None:
     # Only the sentence's first word capitalised: every word may be a name.
     assert names("What does melanie like?") == ["melanie", "like", "melanie like"]
     assert names("Melanie likes what?") == ["Melanie", "likes", "Melanie likes"]
-
-
-def test_the_dense_query_says_they_for_its_subjects() -> None:
-    melanie = frozenset({"Melanie"})
-    assert without_subjects("What does Melanie's dog eat?", melanie) == "What does their dog eat?"
-    both = frozenset({"Melanie", "Mary Ann"})
-    assert without_subjects("Did melanie meet MARY ANN?", both) == "Did they meet they?"
-    assert without_subjects("Where did Melanies go?", melanie) == "Where did Melanies go?"
-    # Nothing but the name: kept whole (the dense channel would have nothing to look for).
-    assert without_subjects("Who is Melanie?", melanie) == "Who is Melanie?"
 
 
 def _talk(mos: MemoryOS) -> list[str]:
