@@ -10,7 +10,8 @@ CPU figure is a floor.
 
 Stages: ``question`` (reading the names and dates a query gives), ``embed`` (the query vector),
 ``keyword`` and ``dense`` (the two channels), ``fetch`` (the hits' items), ``neighbours``
-(adjacent-turn smoothing), ``time`` (weighing by time and chatter, ``retrieval.timeline``),
+(adjacent-turn smoothing), ``time`` (weighing by time and chatter, ``retrieval.timeline``, then
+the agreement rule, ``retrieval.agreement``),
 ``pack`` (a context's rendering, in ``memory.reading``).
 """
 
