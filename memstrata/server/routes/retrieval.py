@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from fastapi import Response
 from fastapi.responses import StreamingResponse
 
 from memstrata.errors import MemstrataError, ValidationError
@@ -32,14 +33,18 @@ answer, then `event: done` with `data: {}`; a failure after the stream began is
 `event: error` with `data: {"error": {"code", "message"}}`."""
 
 
+# The answer is serialized here, in the route's thread, and returned as a ``Response``, which
+# FastAPI sends as it is: left to FastAPI, a sync route's return value is validated again in a
+# second thread-pool hop, then dumped on the event loop (``bench/rest_overhead.py``).
 # ``exclude_unset``: a hit's ``parts`` are set only with ``explain``, so the default answer
 # has no ``parts`` key at all (its size unchanged), not an empty or null one.
 @router.post(
     "/search",
     summary="Hybrid search over the caller's cubes, best first",
+    response_model=SearchOut,
     response_model_exclude_unset=True,
 )
-def search(body: SearchIn, memory: Memory, user: Caller) -> SearchOut:
+def search(body: SearchIn, memory: Memory, user: Caller) -> Response:
     """Keyword and vector search fused; ``cube_ids`` default to every cube the caller may read.
 
     ``include`` adds merged, archived or frozen items; ``as_of`` searches the memory as it stood
@@ -56,7 +61,10 @@ def search(body: SearchIn, memory: Memory, user: Caller) -> SearchOut:
         include=body.include,
         as_of=body.as_of,
     )
-    return SearchOut(hits=[ExplainedHitOut.of_hit(h, explain=body.explain) for h in hits])
+    out = SearchOut(hits=[ExplainedHitOut.of_hit(h, explain=body.explain) for h in hits])
+    return Response(
+        out.model_dump_json(exclude_unset=True, by_alias=True), media_type="application/json"
+    )
 
 
 @router.post("/context", summary="The memories for a query, packed into a token budget")
