@@ -30,3 +30,8 @@ def test_a_short_run_reports_both_sides_and_their_difference(tmp_path: Path) -> 
     assert found["questions"] == 3
     assert found["http_p50_ms"] > 0 and found["in_process_p50_ms"] > 0
     assert isinstance(found["overhead_p50_ms"], float)
+    # CPU time beside wall time (the machine is shared): the client's, the server's threads'
+    assert found["client_cpu_p50_ms"] > 0 and found["in_process_cpu_p50_ms"] > 0
+    if sys.platform.startswith("linux"):
+        assert found["server_cpu_p50_ms"] > 0 and found["health_cpu_p50_ms"] > 0
+        assert isinstance(found["cpu_overhead_p50_ms"], float)
