@@ -32,7 +32,7 @@ Reading is strict: a missing field, an unknown one or a value of the wrong type 
 from __future__ import annotations
 
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields, is_dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
@@ -238,50 +238,95 @@ def _object(data: object, where: str) -> dict[str, Any]:
     return data
 
 
+#: A compiled reader of one type: ``(value, where) -> decoded``, raising ``WireError`` at ``where``.
+Decoder = Callable[[object, str], Any]
+#: Each type's reader, compiled once (looking a hint's shape up on every value was most of the
+#: time a client spent reading a search's hits); racing threads compile the same reader.
+_DECODERS: dict[Any, Decoder] = {}
+
+
 def _decode(hint: Any, value: object, where: str) -> Any:
     """``value`` as type ``hint`` (the types the data model uses); ``WireError`` at ``where``."""
+    return _decoder(hint)(value, where)
+
+
+def _decoder(hint: Any) -> Decoder:
+    """``hint``'s reader, compiled on first use (the readers of the types inside it too)."""
+    found = _DECODERS.get(hint)
+    if found is None:
+        found = _DECODERS[hint] = _compile(hint)
+    return found
+
+
+def _compile(hint: Any) -> Decoder:
+    """The reader of ``hint``: its shape is looked at once, here."""
     origin = get_origin(hint)
     if hint is Any:
-        return value
+        return lambda value, where: value
     if origin in (Union, types.UnionType):
-        return _decode_union(get_args(hint), value, where)
-    if value is None:
-        raise WireError(f"{where} is null")
+        return _union_decoder(get_args(hint))
     if isinstance(hint, type) and is_dataclass(hint):
-        return _decode_record(hint, value, where)
+        return _not_null(_record_decoder(hint))
     if hint is datetime:
-        return _decode_time(value, where)
+        return _not_null(_decode_time)
     if origin is Literal:
-        if value not in get_args(hint):
-            raise WireError(f"{where} is {value!r}, not one of {', '.join(get_args(hint))}")
-        return value
+        return _not_null(_literal_decoder(get_args(hint)))
     if origin in (list, tuple, dict):
-        return _decode_container(origin, get_args(hint), value, where)
-    return _decode_scalar(hint, value, where)
+        return _not_null(_container_decoder(origin, get_args(hint)))
+    return _not_null(_scalar_decoder(hint))
 
 
-def _decode_union(options: tuple[Any, ...], value: object, where: str) -> Any:
+def _not_null(decoder: Decoder) -> Decoder:
+    def decode(value: object, where: str) -> Any:
+        if value is None:
+            raise WireError(f"{where} is null")
+        return decoder(value, where)
+
+    return decode
+
+
+def _union_decoder(options: tuple[Any, ...]) -> Decoder:
     """An optional value (``X | None``, the only unions the data model has)."""
-    if value is None and type(None) in options:
-        return None
     chosen = [o for o in options if o is not type(None)]
-    if len(chosen) != 1:
-        raise WireError(f"{where}: cannot read a value of type {' | '.join(map(str, options))}")
-    return _decode(chosen[0], value, where)
+    nullable = type(None) in options
+
+    inner = _decoder(chosen[0]) if len(chosen) == 1 else None
+
+    def decode(value: object, where: str) -> Any:
+        if value is None and nullable:
+            return None
+        if inner is None:
+            names = " | ".join(map(str, options))
+            raise WireError(f"{where}: cannot read a value of type {names}")
+        return inner(value, where)
+
+    return decode
 
 
-def _decode_record(kind: type[Any], value: object, where: str) -> Any:
-    record = _object(value, where)
+def _literal_decoder(allowed: tuple[Any, ...]) -> Decoder:
+    def decode(value: object, where: str) -> Any:
+        if value not in allowed:
+            raise WireError(f"{where} is {value!r}, not one of {', '.join(allowed)}")
+        return value
+
+    return decode
+
+
+def _record_decoder(kind: type[Any]) -> Decoder:
     hints = _hints(kind)
-    missing = [name for name in hints if name not in record]
-    unknown = sorted(set(record) - set(hints))
-    if missing or unknown:
-        problems = [f"no {', '.join(missing)}"] if missing else []
-        problems += [f"unknown {', '.join(unknown)}"] if unknown else []
-        raise WireError(f"{where} has {'; '.join(problems)}")
-    return kind(
-        **{name: _decode(hint, record[name], f"{where}.{name}") for name, hint in hints.items()}
-    )
+    readers = [(name, _decoder(hint)) for name, hint in hints.items()]
+
+    def decode(value: object, where: str) -> Any:
+        record = _object(value, where)
+        if len(record) != len(hints) or any(name not in record for name in hints):
+            missing = [name for name in hints if name not in record]
+            unknown = sorted(set(record) - set(hints))
+            problems = [f"no {', '.join(missing)}"] if missing else []
+            problems += [f"unknown {', '.join(unknown)}"] if unknown else []
+            raise WireError(f"{where} has {'; '.join(problems)}")
+        return kind(**{name: read(record[name], f"{where}.{name}") for name, read in readers})
+
+    return decode
 
 
 def _decode_time(value: object, where: str) -> datetime:
@@ -293,35 +338,53 @@ def _decode_time(value: object, where: str) -> datetime:
         raise WireError(exc.message) from exc
 
 
-def _decode_container(origin: Any, args: tuple[Any, ...], value: object, where: str) -> Any:
+def _container_decoder(origin: Any, args: tuple[Any, ...]) -> Decoder:
     if origin is dict:
-        record = _object(value, where)
-        inner = args[1] if args else Any
-        return {str(k): _decode(inner, v, f"{where}[{k!r}]") for k, v in record.items()}
-    if not isinstance(value, list):
-        raise WireError(f"{where} is not an array")
+        values = _decoder(args[1] if args else Any)
+
+        def decode_dict(value: object, where: str) -> Any:
+            record = _object(value, where)
+            return {str(k): values(v, f"{where}[{k!r}]") for k, v in record.items()}
+
+        return decode_dict
     if origin is list or args[1:] == (Ellipsis,):  # a list, or a tuple of any length
-        inner = args[0] if args else Any
-        found = [_decode(inner, v, f"{where}[{i}]") for i, v in enumerate(value)]
-        return found if origin is list else tuple(found)
-    if len(value) != len(args):
-        raise WireError(f"{where} has {len(value)} entries, not {len(args)}")
-    return tuple(
-        _decode(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value, strict=True))
-    )
+        inner = _decoder(args[0] if args else Any)
+        made = list if origin is list else tuple
+
+        def decode_sequence(value: object, where: str) -> Any:
+            if not isinstance(value, list):
+                raise WireError(f"{where} is not an array")
+            return made(inner(v, f"{where}[{i}]") for i, v in enumerate(value))
+
+        return decode_sequence
+
+    each = [_decoder(a) for a in args]
+
+    def decode_tuple(value: object, where: str) -> Any:
+        if not isinstance(value, list):
+            raise WireError(f"{where} is not an array")
+        if len(value) != len(each):
+            raise WireError(f"{where} has {len(value)} entries, not {len(each)}")
+        return tuple(
+            read(v, f"{where}[{i}]") for i, (read, v) in enumerate(zip(each, value, strict=True))
+        )
+
+    return decode_tuple
 
 
-def _decode_scalar(hint: Any, value: object, where: str) -> Any:
-    # JSON has one number type: an integral float is an int, an int is a float.
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if hint is int and isinstance(value, float) and value.is_integer():
-        return int(value)
-    if (
-        isinstance(hint, type)
-        and isinstance(value, hint)
-        and (hint is bool) == isinstance(value, bool)
-    ):
-        return value
+def _scalar_decoder(hint: Any) -> Decoder:
     name = getattr(hint, "__name__", str(hint))
-    raise WireError(f"{where} is {type(value).__name__} {value!r}, not {name}")
+    is_type = isinstance(hint, type)
+    wants_bool = hint is bool
+
+    def decode(value: object, where: str) -> Any:
+        # JSON has one number type: an integral float is an int, an int is a float.
+        if hint is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if hint is int and isinstance(value, float) and value.is_integer():
+            return int(value)
+        if is_type and isinstance(value, hint) and wants_bool == isinstance(value, bool):
+            return value
+        raise WireError(f"{where} is {type(value).__name__} {value!r}, not {name}")
+
+    return decode
