@@ -147,6 +147,16 @@ class Settings:
     )
     keyword_weight: float = field(default=1.0, metadata=_help("weight of the BM25 channel"))
     dense_weight: float = field(default=1.0, metadata=_help("weight of the vector channel"))
+    feedback_docs: int = field(
+        default=3,
+        metadata=_help(
+            "pseudo-relevance feedback: a second dense pass from the centroid of this many of "
+            "the first pass's best items; 0: off"
+        ),
+    )
+    feedback_weight: float = field(
+        default=0.5, metadata=_help("weight of the feedback channel in fusion")
+    )
     reader: str = field(
         default="offline",
         metadata=_help(

@@ -476,7 +476,7 @@ def test_the_memcube_written_by_another_tool_in_the_docs_imports(
     (item,) = other.list_memories(copy.cube_id, user_id="ann")
     assert other.store.get_vectors([item.id]).shape == (1, 384)  # reembed gave it a vector
     (hit,) = other.search("Where does she reside?", user_id="ann", cube_ids=["f2"])
-    assert hit.ranks == {"dense": 1}  # no word in common: found by its vector
+    assert hit.ranks["dense"] == 1 and "keyword" not in hit.ranks  # found by its vector only
 
 
 # -- bad input changes nothing ---------------------------------------------------------------

@@ -14,6 +14,7 @@ from memstrata.model import Hit, MemoryItem
 from memstrata.retrieval import agreement, timeline
 from memstrata.retrieval.decompose import decompose, interleave
 from memstrata.retrieval.explain import adjusted, joined, noted, scaled
+from memstrata.retrieval.feedback import feedback_channel
 from memstrata.retrieval.fusion import Fused, channel_parts, reciprocal_rank_fusion
 from memstrata.retrieval.question import as_speakers, dates, near, periods, subjects
 from memstrata.retrieval.stages import CLOCK
@@ -30,19 +31,24 @@ def fuse_channels(
     dense: Sequence[tuple[str, float]],
     settings: Settings,
     dated: Sequence[tuple[str, float]] = (),
+    feedback: Sequence[tuple[str, float]] = (),
 ) -> list[Fused]:
     """The keyword and dense rankings fused by weighted RRF (``rrf_k`` and the two weights);
-    ``dated``, the dense ranking within the days a query names, weighs as the dense one."""
+    ``dated``, the dense ranking within the days a query names, weighs as the dense one;
+    ``feedback``, the second dense pass (``retrieval.feedback``), by ``feedback_weight``."""
     channels = {"keyword": keyword, "dense": dense}
     if dated:
         channels["dated"] = dated
+    if feedback:
+        channels["feedback"] = feedback
     return reciprocal_rank_fusion(channels, channel_weights(settings), settings.rrf_k)
 
 
 def channel_weights(settings: Settings) -> dict[str, float]:
-    """Each channel's weight in fusion (the dated channel weighs as the dense one)."""
+    """Each channel's weight in fusion (the dated channel weighs as the dense one, the feedback
+    channel ``feedback_weight``)."""
     return {"keyword": settings.keyword_weight, "dense": settings.dense_weight,
-            "dated": settings.dense_weight}  # fmt: skip
+            "dated": settings.dense_weight, "feedback": settings.feedback_weight}  # fmt: skip
 
 
 #: Share of its best adjacent turn's fused score that a turn gains (see ``smooth_neighbours``).
@@ -78,6 +84,8 @@ def hybrid_search(
     chatter (``retrieval.timeline``: what stopped holding, for a question about the present or
     the past; small talk); ``Hit.ranks``
     holds each channel's rank (empty for a turn found only as the next turn of a candidate).
+    Unless the query names a time, a second dense pass from the fused ranking's best
+    ``feedback_docs`` items joins the fusion as the ``feedback`` channel (``retrieval.feedback``).
     No adjustment lifts an item above one both channels rank far higher (``retrieval.agreement``).
     ``Hit.parts`` says how each score was made: one part per channel that ranked the item, then
     one per adjustment, summing to the score (``retrieval.explain``).
@@ -120,8 +128,16 @@ def _search_one(
         )
     with CLOCK.timed("dense"):
         dense = store.vector_search(vector, cube_ids, filters, width)
-        dated = _dated(store, vector, cube_ids, filters, periods(query), width)
+        spans = periods(query)
+        dated = _dated(store, vector, cube_ids, filters, spans, width)
     fused = fuse_channels(keyword, dense, settings, dated)
+    # A question that names a time is answered by that time's items (the dated channel); the
+    # feedback pass would pull toward its first pass's topic at any time.
+    if settings.feedback_docs > 0 and not spans:
+        with CLOCK.timed("dense"):
+            again = feedback_channel(store, vector, cube_ids, filters, fused,
+                                     docs=settings.feedback_docs, width=width)  # fmt: skip
+        fused = fuse_channels(keyword, dense, settings, dated, again)
     weights = channel_weights(settings)
     with CLOCK.timed("fetch"):
         items = {item.id: item for item in store.get_items([item_id for item_id, _, _ in fused])}

@@ -6,7 +6,7 @@ Protocol            what                                                        
 ``PrincipalStore``  users and API keys                                                        8
 ``CubeStore``       cubes, grants, permission checks                                          7
 ``ItemStore``       memory items with their vectors and full text                            11
-``SearchIndex``     the keyword and dense channels, plus what a ranking reads back            7
+``SearchIndex``     the keyword and dense channels, plus what a ranking reads back            8
 ``HistoryStore``    versions, events, a cube as it stood, and a search index over that        4
 ``ErasureStore``    content removed for good (erasure, cube deletion), expired items          5
 ``UsageStore``      LLM calls and tokens per cube                                             3
@@ -235,6 +235,10 @@ class SearchIndex(Protocol):
 
     def get_items(self, item_ids: Sequence[str]) -> list[MemoryItem]:
         """The items with these ids, in the given order; unknown ids are left out."""
+
+    def get_vectors(self, item_ids: Sequence[str]) -> Vectors:
+        """The stored vectors of these items, one row each in order; ``ItemNotFound`` if any
+        has none (the feedback pass reads its first pass's best items')."""
 
     def next_turns(self, cube_id: str, item_ids: Sequence[str]) -> dict[str, str]:
         """For each of these turns, the next searchable turn of its session (see ``ItemStore``)."""

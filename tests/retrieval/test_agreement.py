@@ -103,7 +103,7 @@ def test_levada_hike_madeira_puts_the_note_both_channels_rank_first_first(
     build(mos)
     hits = mos.search("Levada hike Madeira", user_id="alice", top_k=5)
     assert hits[0].item.text == LEVADA_NOTE
-    assert hits[0].ranks == {"keyword": 1, "dense": 1}
+    assert (hits[0].ranks["keyword"], hits[0].ranks["dense"]) == (1, 1)
     moved = [h for h in hits if any(p.name == "agreement" for p in h.parts)]
     assert moved and all(
         p.reason == "both channels rank #1 higher" for h in moved for p in h.parts

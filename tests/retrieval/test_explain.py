@@ -7,11 +7,16 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memstrata import MemoryOS
+from memstrata import MemoryOS, Settings
 from memstrata.model import Hit, MemoryItem, Part
 from memstrata.retrieval import timeline
 from memstrata.retrieval.explain import total
-from memstrata.retrieval.search import OTHER_SPEAKER, expand_chain, expand_to_sources
+from memstrata.retrieval.search import (
+    OTHER_SPEAKER,
+    channel_weights,
+    expand_chain,
+    expand_to_sources,
+)
 from tests.retrieval.newcomer import build
 
 pytestmark = pytest.mark.engines("sqlite", "postgres")
@@ -34,7 +39,8 @@ def _check(hit: Hit, rrf_k: int = 20) -> None:
     assert {n: p.rank for n, p in channels.items()} == hit.ranks
     for part in channels.values():
         assert part.rank is not None
-        assert part.value == pytest.approx(1.0 / (rrf_k + part.rank))
+        weight = channel_weights(Settings())[part.name]  # the feedback channel weighs 0.5
+        assert part.value == pytest.approx(weight / (rrf_k + part.rank))
     for part in hit.parts:
         if part.kind == "adjustment" and part.value != 0.0:
             assert part.reason, part
