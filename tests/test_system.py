@@ -99,7 +99,7 @@ def test_add_plain_string_and_idempotent_retry(mos: MemoryOS, alice_cube: str) -
 def test_search_finds_what_was_added_immediately(mos: MemoryOS, filled: list[str]) -> None:
     hits = mos.search("What is the name of Ann's dog?", user_id="alice", top_k=3)
     assert hits[0].item.id == filled[0]
-    assert hits[0].ranks.keys() == {"keyword", "dense"}
+    assert hits[0].ranks.keys() >= {"keyword", "dense"}  # and the feedback pass's
     assert hits[0].score >= hits[1].score >= hits[2].score
     assert texts(mos.search("what job will she start", user_id="alice", top_k=1)) == [
         CONVERSATION[2]["content"]
