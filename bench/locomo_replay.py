@@ -2,8 +2,8 @@
 
 Run from the repository root (the data is CC BY-NC and stays in ../shared; nothing is copied)::
 
-    python bench/locomo_replay.py --data /work/shared/data/locomo/locomo_dev.json \
-        --dir /work/exp/locomo --out replay.json
+    python bench/locomo_replay.py --data ../shared/data/locomo/locomo_dev.json \
+        --dir /tmp/locomo --out replay.json
 
 ``memstrata eval locomo`` ingests every conversation anew on each run (most of its time).  This
 script splits the two halves so that a change to the query side is measured in minutes:
