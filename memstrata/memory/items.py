@@ -74,7 +74,8 @@ class Items:
         OpenAI-format tool calls and results, ``tools`` definitions, images and files are
         stored as what they are (``memory.structured``: then the ids are of every item written).
 
-        Searchable as soon as this returns.  A message whose ``id`` is already stored in the cube
+        A ``user`` message without a ``name`` is spoken by the acting user: its speaker is
+        their display name (else their id).  Searchable as soon as this returns.  A message whose ``id`` is already stored in the cube
         with the same content is not stored twice (its existing id is returned); with other
         content it is a ``ConflictError``.  Each turn expires (``memory.expiry``) at its
         message's ``expires_at``, else at this call's, else after the cube's ``ttl_days_turn``;
@@ -89,6 +90,10 @@ class Items:
         cube = self._access.writable_cube(user_id, cube_id)
         now = utcnow()
         default = given or expiry.default_expiry(cube, "turn", now)
+        # A user's message that names no speaker was said by the user adding it: named, it is
+        # theirs to every reader (the profile's subject, a question naming them, a context line).
+        who = self._access.user(user_id)
+        author = who.name or who.user_id
         items = [
             MemoryItem(
                 id=new_id(),
@@ -97,7 +102,7 @@ class Items:
                 session_id=session_id,
                 user_id=user_id,
                 role=m.role,
-                speaker=m.name,
+                speaker=m.name or (author if m.role == "user" else None),
                 metadata=m.metadata,
                 external_id=m.external_id,
                 event_time=m.timestamp or now,

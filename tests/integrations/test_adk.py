@@ -91,9 +91,9 @@ def test_events_are_turns_of_the_session(mos: MemoryOS) -> None:
     cube = mos.default_cube("ann").cube_id
     turns = mos.list_memories(cube, user_id="ann")
     assert [(t.role, t.speaker, t.text) for t in turns] == [
-        ("user", None, "Ann lives in Porto"),
+        ("user", "ann", "Ann lives in Porto"),
         ("assistant", "helper", "Noted: Ann lives in Porto"),
-        ("user", None, "Ann's cat is called Miso"),
+        ("user", "ann", "Ann's cat is called Miso"),
     ]
     assert {t.session_id for t in turns} == {turns[0].session_id}
     assert str(turns[0].session_id).startswith("adk-")
