@@ -81,7 +81,7 @@ def test_messages_are_turns_of_the_session(mos: MemoryOS) -> None:
         ("assistant", "Noted"),
     ]
     mos.add("and I like tea", user_id="ann", cube_id=cube, session_id="s-1")  # another surface
-    assert history.messages[-1] == HumanMessage("and I like tea")
+    assert history.messages[-1] == HumanMessage("and I like tea", name="ann")  # its speaker
     odd = MemstrataChatMessageHistory(mos, user_id="ann", session_id="not an id/with spaces")
     assert odd.session.startswith("lc-") and odd.messages == []
 
