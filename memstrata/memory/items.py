@@ -92,8 +92,11 @@ class Items:
         default = given or expiry.default_expiry(cube, "turn", now)
         # A user's message that names no speaker was said by the user adding it: named, it is
         # theirs to every reader (the profile's subject, a question naming them, a context line).
-        who = self._access.user(user_id)
-        author = who.name or who.user_id
+        # (Read only when such a message is there: the grant check has read the user already.)
+        author = None
+        if any(m.role == "user" and not m.name for m in parsed):
+            who = self._access.user(user_id)
+            author = who.name or who.user_id
         items = [
             MemoryItem(
                 id=new_id(),

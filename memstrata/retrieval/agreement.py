@@ -26,7 +26,7 @@ Domination is transitive, so the lowest dominator of an item is never itself mov
 pass suffices: each item's anchor is the lowest-placed item dominating it, and an item placed
 after its anchor keeps its order among the others placed there by fused score (which respects
 domination).  The comparisons are one vectorised n × m test (n hits, m of them in both
-channels; a few hundred at most), not a loop.
+channels), in blocks of ``ROWS`` rows.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ AGREEING = ("keyword", "dense")
 #: ``max(MARGIN_FACTOR × B's rank, B's rank + MARGIN_GAP)``.
 MARGIN_FACTOR = 4
 MARGIN_GAP = 3
+#: Hits compared against the judges at once (bounds the comparison's memory to ROWS × judges).
+ROWS = 256
 
 
 def enforce(hits: Sequence[Hit], places: Mapping[str, int] | None = None) -> list[Hit]:
@@ -58,17 +60,23 @@ def enforce(hits: Sequence[Hit], places: Mapping[str, int] | None = None) -> lis
         return list(hits)
     keyword, dense, dated, fused = _columns(hits)
     j = np.array(judges)
-    # an item is judged only by those below it: one above it already is
-    dominated = (
-        (keyword[:, None] > _bound(keyword[j]))
-        & (dense[:, None] > _bound(dense[j]))
-        & (np.isfinite(keyword) & np.isfinite(dense))[:, None]
-        & (np.isinf(dated)[:, None] | (dated[:, None] > _bound(dated[j])))
-        & (fused[:, None] < fused[j])
-        & (np.arange(n)[:, None] < j)
-    )
-    dominated[[i for i, hit in enumerate(hits) if _stays(hit)]] = False
-    anchor = np.where(dominated, j, -1).max(axis=1)
+    both = np.isfinite(keyword) & np.isfinite(dense)
+    anchor = np.full(n, -1)
+    # Rows in blocks: a search of top_k 1000 has thousands of candidates, and one n × m test
+    # would hold tens of megabytes per comparison; a block holds ROWS × m.
+    for start in range(0, n, ROWS):
+        rows = slice(start, min(start + ROWS, n))
+        # an item is judged only by those below it: one above it already is
+        dominated = (
+            (keyword[rows, None] > _bound(keyword[j]))
+            & (dense[rows, None] > _bound(dense[j]))
+            & both[rows, None]
+            & (np.isinf(dated[rows])[:, None] | (dated[rows, None] > _bound(dated[j])))
+            & (fused[rows, None] < fused[j])
+            & (np.arange(rows.start, rows.stop)[:, None] < j)
+        )
+        anchor[rows] = np.where(dominated, j, -1).max(axis=1)
+    anchor[[i for i, hit in enumerate(hits) if _stays(hit)]] = -1
     if (anchor < 0).all():
         return list(hits)
     return _placed(hits, anchor.tolist(), fused.tolist(), places or {})

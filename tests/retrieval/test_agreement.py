@@ -109,3 +109,20 @@ def test_levada_hike_madeira_puts_the_note_both_channels_rank_first_first(
         p.reason == "both channels rank #1 higher" for h in moved for p in h.parts
         if p.name == "agreement"
     )  # fmt: skip
+
+
+def test_many_hits_are_compared_in_blocks_with_the_same_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """More hits than one block of rows (a search of a large ``top_k``): the same order as
+    comparing them all at once, the boosted far-down items each placed below their dominator."""
+    from memstrata.retrieval import agreement
+
+    hits = [_hit(f"h{n}", {"keyword": n, "dense": n}) for n in range(1, 700)]
+    hits += [_hit(f"lift{n}", {"keyword": 600 + n, "dense": 600 + n}, ("neighbour", 0.2))
+             for n in range(1, 20)]  # fmt: skip
+    blocks = _order(hits)
+    monkeypatch.setattr(agreement, "ROWS", 100_000)
+    assert len(hits) < agreement.ROWS
+    assert blocks == _order(hits)
+    assert blocks.index("lift1") > blocks.index("h1")
