@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
 
@@ -155,10 +156,22 @@ def item_from_values(values: Sequence[Any]) -> MemoryItem:
         access_count=access_count,
         last_accessed_at=None if last_accessed_at is None else at(last_accessed_at, utc),
         heat=heat,
-        sources=[] if sources == "[]" else [Source.from_dict(s) for s in json.loads(sources)],
+        sources=[] if sources == "[]" else list(_sources(sources)),
         segment_id=segment_id,
         expires_at=None if expires_at is None else at(expires_at, utc),
     )
+
+
+@lru_cache(maxsize=8192)
+def _sources(text: str) -> tuple[Source, ...]:
+    """The ``Source`` list stored as ``text``, parsed once per distinct text.
+
+    A search maps about a hundred rows and a cube's profile items are among most searches'
+    candidates, each with its sources (at 10k turns, about 100 parsed per search: a fifth of
+    the mapping).  ``Source`` is frozen, so the parsed values are shared; every item gets a
+    list of its own.
+    """
+    return tuple(Source.from_dict(s) for s in json.loads(text))
 
 
 def _loads(text: str) -> Any:
