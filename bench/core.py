@@ -19,7 +19,11 @@ With ``--db PATH`` the database is kept.  Run again with the same path and embed
 (``bench-<embedder>``) is reused: ingest continues from the turns it already holds, and stops at
 once when it holds at least N (so a 100k e5 cube is built once; its ingest figure is then absent).
 Without ``--db`` a temporary file is used and removed.  ``--sizes 10000,100000`` grows one cube
-through each size in turn, measuring at each.
+through each size in turn, measuring at each.  ``--db postgresql://…`` runs the same on the
+PostgreSQL engine (the postgres extra; a database of its own: a cube can be copied into it from a
+SQLite one with ``memstrata migrate``), with ``PostgresFloor`` as the floor; there the client's
+CPU time leaves out the server's, so compare wall times.  A cube of a million items is grown
+from a smaller one with ``bench/grow.py``.
 
 Figures (ms are wall-clock milliseconds; p50/p95 are percentiles over the repetitions):
 
@@ -105,6 +109,7 @@ from memstrata.errors import AlreadyExists
 from memstrata.filters import Filters
 from memstrata.memory.system import MemoryOS
 from memstrata.retrieval.stages import CLOCK, Timings
+from memstrata.store.engines import is_postgres
 from memstrata.text import any_of, cube_prefix
 
 SEED = 20240611
@@ -323,13 +328,25 @@ def peak_rss_mb() -> float:
 
 
 def db_size_mb(path: str) -> float:
-    """The database file plus its write-ahead log, in MB."""
+    """The database file plus its write-ahead log, in MB (PostgreSQL: the whole database)."""
+    if is_postgres(path):
+        with _pg(path) as conn:
+            return (
+                float(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+                / 2**20
+            )
     files = [Path(path), Path(path + "-wal")]
     return sum(f.stat().st_size for f in files if f.exists()) / 2**20
 
 
 def cube_turns(path: str, cube_id: str) -> int:
     """How many items the cube holds (0 when the file or the cube does not exist yet)."""
+    if is_postgres(path):
+        with _pg(path) as conn:
+            if conn.execute("SELECT to_regclass('items')").fetchone()[0] is None:
+                return 0
+            sql = "SELECT count(*) FROM items WHERE cube_id = %s"
+            return int(conn.execute(sql, (cube_id,)).fetchone()[0])
     if not Path(path).exists():
         return 0
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -340,6 +357,13 @@ def cube_turns(path: str, cube_id: str) -> int:
     finally:
         conn.close()
     return int(row[0])
+
+
+def _pg(address: str) -> Any:
+    """A psycopg connection to ``address`` (autocommit: each read its own statement)."""
+    import psycopg  # the postgres extra; only a PostgreSQL --db needs it
+
+    return psycopg.connect(address, autocommit=True)
 
 
 # -- the benchmark ---------------------------------------------------------------------------
@@ -518,7 +542,8 @@ class Bench:
         figures["turns"] = self.held
         asked = questions(self.args.queries)
         scope = [self.cube_id]
-        index_min = self.settings.vector_index_min_items
+        # SQLite's own approximate index; PostgreSQL keeps its HNSW index itself.
+        index_min = 0 if is_postgres(self.db) else self.settings.vector_index_min_items
         figures["vector_index_min_items"] = index_min
         if 0 < index_min <= self.held:
             # What the background task does after adds, timed here so that the searches below
@@ -549,7 +574,7 @@ class Bench:
                 embed_ms.append((time.perf_counter() - start) * 1000)
             # Own work and the floor, question by question back to back (the same load): the
             # search with its query vector cached, then the floor's three reads alone.
-            floor = Floor(mos, self.db, self.cube_id, self.settings)
+            floor = make_floor(mos, self.db, self.cube_id, self.settings)
             floors: list[tuple[float, ...]] = []
             own_cpu, floor_cpu = [], []
             stages_before = CLOCK.snapshot()
@@ -614,7 +639,7 @@ class Bench:
         for stage, (wall, cpu) in stages.items():
             self.row(size, f"  stage {stage}", round(wall, 2), "ms", f"mean; CPU {cpu:.2f} ms")
         self.row(size, "floor p50", round(figures["floor_p50_ms"], 3), "ms",
-                 f"FTS5 {figures['floor_fts_p50_ms']:.3f} + {floor.dense_kind} dense "
+                 f"{floor.keyword_kind} {figures['floor_fts_p50_ms']:.3f} + {floor.dense_kind} dense "
                  f"{figures['floor_dense_p50_ms']:.3f} + fetch {figures['floor_fetch_p50_ms']:.3f}")  # fmt: skip
         self.row(size, "own work / floor (p50)", round(figures["own_over_floor_p50"], 2), "x",
                  "per question, the same run")  # fmt: skip
@@ -682,6 +707,8 @@ class Floor:
     returned hits' rows.  Nothing is turned into objects: what any search must read at least.
     """
 
+    keyword_kind = "FTS5"
+
     def __init__(self, mos: MemoryOS, db: str, cube_id: str, settings: Settings) -> None:
         self.mos = mos
         self.cube_id = cube_id
@@ -731,6 +758,74 @@ class Floor:
 
     def close(self) -> None:
         self.conn.close()
+
+
+class PostgresFloor:
+    """The floor on PostgreSQL, as ``Floor`` on SQLite: the GIN match of the terms
+    ``keyword_search`` keeps, ranked by PostgreSQL's own ``ts_rank`` (C; the store computes
+    FTS5's BM25 in SQL instead, so both engines rank alike), the pgvector query ordered by
+    cosine distance (through the width's HNSW index when there is one, with the store's
+    session settings), and a primary-key fetch of the returned hits' rows."""
+
+    keyword_kind = "GIN"
+
+    def __init__(self, mos: MemoryOS, db: str, cube_id: str, settings: Settings) -> None:
+        from memstrata.store.postgres.connection import _SESSION
+        from memstrata.store.postgres.writes import TS_CONFIG
+
+        self.mos = mos
+        self.cube_id = cube_id
+        self.width = max(settings.search_candidates, 2 * TOP_K)
+        self.budget = settings.keyword_max_postings
+        self.prefix = cube_prefix(cube_id)
+        self.dim = mos.embedder.dim
+        self.config = TS_CONFIG
+        self.conn = _pg(db)
+        for statement in _SESSION:
+            self.conn.execute(statement)
+        index = self.conn.execute("SELECT to_regclass(%s)", (f"items_hnsw_{self.dim}",))
+        self.dense_kind = "HNSW" if index.fetchone()[0] is not None else "exact"
+
+    def one_blas_thread(self) -> Any:
+        return contextlib.nullcontext()  # the dense query runs in the server
+
+    def prepare(self, query: str, hit_ids: list[str]) -> tuple[str | None, Any, list[str]]:
+        """The tsquery of the kept terms (None without any), the query vector, the hits' ids."""
+        terms = self.mos.store.keyword_terms(query, [self.cube_id], max_postings=self.budget)
+        vector = np.asarray(self.mos.embedder.embed_query(query), np.float32).tolist()
+        expression = " | ".join(self.prefix + t for t in terms) if terms else None
+        return expression, vector, hit_ids
+
+    def measure(self, expression: str | None, vector: Any, ids: list[str]) -> tuple[float, ...]:
+        """Milliseconds of the GIN match, the dense query and the fetch, for one question."""
+        dim, conn = self.dim, self.conn
+        start = time.perf_counter()
+        if expression is not None:
+            conn.execute(
+                f"SELECT id FROM items WHERE tsv @@ to_tsquery('{self.config}', %s) "
+                f"AND cube_id = %s ORDER BY ts_rank(tsv, to_tsquery('{self.config}', %s)) DESC "
+                "LIMIT %s",
+                (expression, self.cube_id, expression, self.width),
+            ).fetchall()
+        fts = time.perf_counter()
+        conn.execute(
+            f"SELECT id, (vector::vector({dim})) <=> %s::real[]::vector({dim}) AS d FROM items "
+            f"WHERE dim = {dim} AND cube_id = %s ORDER BY d LIMIT %s",
+            (vector, self.cube_id, self.width),
+        ).fetchall()
+        dense = time.perf_counter()
+        conn.execute("SELECT * FROM items WHERE id = ANY(%s)", (ids,)).fetchall()
+        end = time.perf_counter()
+        return ((fts - start) * 1000, (dense - fts) * 1000, (end - dense) * 1000)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def make_floor(mos: MemoryOS, db: str, cube_id: str, settings: Settings) -> Any:
+    """The floor of ``db``'s engine (``Floor`` or ``PostgresFloor``)."""
+    kind = PostgresFloor if is_postgres(db) else Floor
+    return kind(mos, db, cube_id, settings)
 
 
 def floor_figures(

@@ -7,18 +7,39 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from tests.services import fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_a_tiny_run_reports_own_work_stages_and_the_floor(tmp_path: Path) -> None:
-    out = tmp_path / "core.json"
+def _tiny_run(db: str, out: Path) -> dict[str, Any]:
+    """``bench/core.py`` on 30 turns and 3 questions into ``db``: the last size's figures."""
     command = [sys.executable, "bench/core.py", "--embedder", "e5", "--n", "30", "--no-tiers",
-               "--db", str(tmp_path / "core.db"), "--queries", "3", "--adds", "0",
+               "--db", db, "--queries", "3", "--adds", "0",
                "--raw-sample", "8", "--workers", "0", "--out", str(out)]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    size = json.loads(out.read_text())["sizes"][-1]
+    size: dict[str, Any] = json.loads(out.read_text())["sizes"][-1]
+    return size
+
+
+def test_a_tiny_run_reports_own_work_stages_and_the_floor(tmp_path: Path) -> None:
+    size = _tiny_run(str(tmp_path / "core.db"), tmp_path / "core.json")
+    _has_every_figure(size)
+
+
+def test_the_same_run_on_postgresql(tmp_path: Path) -> None:
+    """``--db postgresql://…``: the same keys, the floor measured by ``PostgresFloor``."""
+    with fresh_database() as dsn:
+        size = _tiny_run(dsn, tmp_path / "core.json")
+    _has_every_figure(size)
+    assert size["turns"] == 30
+    assert size["db_mb"] > 0
+
+
+def _has_every_figure(size: dict[str, Any]) -> None:
     for key in ("search_p50_ms", "search_p95_ms", "own_p50_ms", "own_p95_ms", "floor_p50_ms",
                 "floor_fts_p50_ms", "floor_dense_p50_ms", "floor_fetch_p50_ms",
                 "own_cpu_p50_ms", "floor_cpu_p50_ms", "own_over_floor_p50"):  # fmt: skip
