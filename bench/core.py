@@ -60,6 +60,10 @@ Figures (ms are wall-clock milliseconds; p50/p95 are percentiles over the repeti
   per question).  Beside each, the CPU time of the calling thread (``own_cpu_p50_ms``,
   ``floor_cpu_p50_ms``, ``own_over_floor_cpu_p50``): on a machine shared with other work the
   wall clock of a few-millisecond call mostly measures waiting for a core, its CPU time not.
+* ``plain RRF search`` – right after the floor, the same question through the two channels,
+  fused, and the first ten items fetched, nothing else (``plain_search``; JSON
+  ``plain_p50_ms``, ``plain_cpu_p50_ms``): own work less the plain search is what the ranking
+  after fusion (neighbours, feedback, speakers, time, agreement, parts) costs.
 * ``add 1 turn`` – ``add`` of a single message (embedding included), ``--adds`` times, after the
   searches; these turns stay in the cube (the next size counts them).
 * ``index build/extend`` – from ``vector_index_min_items`` turns (20,000): seconds of
@@ -108,6 +112,7 @@ from memstrata.embed import EMBEDDERS, make_embedder
 from memstrata.errors import AlreadyExists
 from memstrata.filters import Filters
 from memstrata.memory.system import MemoryOS
+from memstrata.retrieval.fusion import reciprocal_rank_fusion
 from memstrata.retrieval.stages import CLOCK, Timings
 from memstrata.store.engines import is_postgres
 from memstrata.text import any_of, cube_prefix
@@ -576,7 +581,7 @@ class Bench:
             # search with its query vector cached, then the floor's three reads alone.
             floor = make_floor(mos, self.db, self.cube_id, self.settings)
             floors: list[tuple[float, ...]] = []
-            own_cpu, floor_cpu = [], []
+            own_cpu, floor_cpu, plain_ms, plain_cpu = [], [], [], []
             stages_before = CLOCK.snapshot()
             with floor.one_blas_thread():
                 for q in asked:
@@ -588,6 +593,11 @@ class Bench:
                     cpu = time.thread_time()
                     floors.append(floor.measure(*asked_floor))
                     floor_cpu.append((time.thread_time() - cpu) * 1000)
+                    vector = self.embedder.embed_query(q)  # in the cache from now on
+                    start, cpu = time.perf_counter(), time.thread_time()
+                    plain_search(mos, q, vector, scope, self.settings)
+                    plain_ms.append((time.perf_counter() - start) * 1000)
+                    plain_cpu.append((time.thread_time() - cpu) * 1000)
             stages = stage_means(stages_before, CLOCK.snapshot(), len(asked))
             floor.close()
             exact = self.exact_scan(asked, scope) if 0 < index_min <= self.held else None
@@ -611,6 +621,8 @@ class Bench:
             stages={k: {"wall_ms": w, "cpu_ms": c} for k, (w, c) in stages.items()},
             **floor_figures(floors, bare_ms, floor.dense_kind),
             own_cpu_p50_ms=pct(own_cpu, 50),
+            plain_p50_ms=pct(plain_ms, 50),
+            plain_cpu_p50_ms=pct(plain_cpu, 50),
             floor_cpu_p50_ms=pct(floor_cpu, 50),
             own_over_floor_cpu_p50=pct(
                 [o / f for o, f in zip(own_cpu, floor_cpu, strict=True)], 50
@@ -646,6 +658,9 @@ class Bench:
         self.row(size, "own work CPU p50", round(figures["own_cpu_p50_ms"], 3), "ms",
                  f"floor CPU p50 {figures['floor_cpu_p50_ms']:.3f} ms; per question "
                  f"{figures['own_over_floor_cpu_p50']:.2f}x")  # fmt: skip
+        self.row(size, "plain RRF search p50", round(figures["plain_p50_ms"], 3), "ms",
+                 f"CPU {figures['plain_cpu_p50_ms']:.3f} ms: two channels fused, top {TOP_K} "
+                 "fetched, nothing else")  # fmt: skip
         if add_ms:
             n_a = f"{len(add_ms)} adds"
             self.row(size, "add 1 turn p50", round(figures["add_one_p50_ms"], 2), "ms", n_a)
@@ -826,6 +841,28 @@ def make_floor(mos: MemoryOS, db: str, cube_id: str, settings: Settings) -> Any:
     """The floor of ``db``'s engine (``Floor`` or ``PostgresFloor``)."""
     kind = PostgresFloor if is_postgres(db) else Floor
     return kind(mos, db, cube_id, settings)
+
+
+def plain_search(
+    mos: MemoryOS, query: str, vector: Any, scope: list[str], settings: Settings
+) -> None:
+    """A search with none of the ranking that follows fusion: the two channels as
+    ``hybrid_search`` asks them (the same widths, live items), fused by RRF, and the first
+    ``TOP_K`` items fetched: no question reading, feedback pass, neighbours, speakers, time,
+    agreement or parts.  What the search would cost if it were only BM25 + dense + RRF; against
+    ``own`` it shows what the ranking after fusion costs."""
+    store, filters = mos.store, Filters()
+    width = max(settings.search_candidates, 2 * TOP_K)
+    keyword = store.keyword_search(
+        query, scope, filters, width, max_postings=settings.keyword_max_postings
+    )
+    dense = store.vector_search(vector, scope, filters, width)
+    fused = reciprocal_rank_fusion(
+        {"keyword": keyword, "dense": dense},
+        {"keyword": settings.keyword_weight, "dense": settings.dense_weight},
+        settings.rrf_k,
+    )
+    store.get_items([item_id for item_id, _, _ in fused[:TOP_K]])
 
 
 def floor_figures(

@@ -42,7 +42,8 @@ def test_the_same_run_on_postgresql(tmp_path: Path) -> None:
 def _has_every_figure(size: dict[str, Any]) -> None:
     for key in ("search_p50_ms", "search_p95_ms", "own_p50_ms", "own_p95_ms", "floor_p50_ms",
                 "floor_fts_p50_ms", "floor_dense_p50_ms", "floor_fetch_p50_ms",
-                "own_cpu_p50_ms", "floor_cpu_p50_ms", "own_over_floor_p50"):  # fmt: skip
+                "own_cpu_p50_ms", "floor_cpu_p50_ms", "own_over_floor_p50", "plain_p50_ms",
+                "plain_cpu_p50_ms"):  # fmt: skip
         assert size[key] > 0, key
     assert size["floor_dense"] == "exact"
     assert {"keyword", "dense", "fetch"} <= set(size["stages"])
