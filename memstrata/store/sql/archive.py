@@ -106,7 +106,8 @@ class SQLArchive(SQLArtifacts, SQLDatabase):
             vectors = [by_id.get(item.id) for item in data.items]
             self.layout.insert_items(conn, data.items, vectors, cube.embedder)
             d.executemany(conn, writes.insert(d, "item_versions", writes.VERSION_COLUMNS), [
-                writes.version_row(item_id, v) for item_id, stored in data.versions.items()
+                writes.version_row(cube.cube_id, item_id, v)
+                for item_id, stored in data.versions.items()
                 for v in stored
             ])  # fmt: skip
             d.executemany(conn, writes.insert(d, "events", writes.EVENT_COLUMNS),
@@ -121,8 +122,9 @@ class SQLArchive(SQLArtifacts, SQLDatabase):
 
 def _versions(d: Dialect, conn: Any, cube_id: str) -> dict[str, list[Version]]:
     return rows.versions_by_item(conn.execute(
-        f"SELECT {rows.VERSION_COLUMNS} FROM item_versions v JOIN items i ON i.id = v.item_id "
-        f"WHERE i.cube_id = {d.mark} ORDER BY v.item_id, v.version",
+        f"SELECT {rows.VERSION_COLUMNS} FROM item_versions v JOIN items i "
+        "ON i.cube_id = v.cube_id AND i.id = v.item_id "
+        f"WHERE v.cube_id = {d.mark} ORDER BY v.item_id, v.version",
         (cube_id,),
     ).fetchall())  # fmt: skip
 
