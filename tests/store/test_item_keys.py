@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memstrata.model import MemoryItem
+from memstrata.errors import ItemNotFound
+from memstrata.model import Cube, MemoryItem, User
 from memstrata.store import rows
+from memstrata.store.base import Store
 from memstrata.store.postgres import schema as pg_schema
 from memstrata.store.sqlite import SQLiteStore
 from memstrata.store.sqlite import schema as sqlite_schema
 from tests.services import fresh_database
+from tests.store.backends import ENGINES, open_backend
+from tests.store.test_conformance import FP, add, item, unit
 
 
 @pytest.fixture
@@ -130,10 +135,11 @@ def test_a_version_4_postgres_database_migrates_its_item_keys_keeping_its_rows(d
                 "SELECT cube_id, item_id, version FROM item_versions ORDER BY item_id, version"
             ).fetchall()
         assert versions == [("c2", "gone", 1), ("c1", "i1", 1), ("c1", "i1", 2), ("c2", "i2", 1)]
-        assert [i.text for i in store.get_items(["i2", "i1"])] == [
+        assert [i.text for i in store.get_items(["i2", "i1"], ["c1", "c2"])] == [
             "a sailing memory", "hiking in the alps",
         ]  # fmt: skip
-        assert [v.item.text for v in store.versions("i1")] == ["hiking", "hiking in the alps"]
+        assert [v.item.text for v in store.versions("c1", "i1")] == ["hiking", "hiking in the alps"]
+        assert store.item_cubes(["i1", "i2", "nope"]) == {"i1": "c1", "i2": "c2"}
     finally:
         store.close()
 
@@ -166,6 +172,40 @@ def test_a_version_9_sqlite_file_gives_its_versions_their_cube(tmp_path: Path) -
             .fetchall()
         )
         assert [tuple(r) for r in found] == [("c9", "gone"), ("c1", "i1")]
-        assert [v.item.text for v in store.versions("i1")] == ["hiking"]
+        assert [v.item.text for v in store.versions("c1", "i1")] == ["hiking"]
     finally:
         store.close()
+
+
+@pytest.fixture
+def two_cubes(engine: str, tmp_path: Path) -> Iterator[Store]:
+    with open_backend(engine, tmp_path) as backend:
+        store = backend.open()
+        for user, cube in (("u1", "c1"), ("u2", "c2")):
+            store.put_user(User(user))
+            store.put_cube(Cube(cube, cube, owner=user, embedder=FP))
+        yield store
+
+
+@pytest.mark.engines(*ENGINES)
+def test_item_calls_name_the_cube_and_an_item_of_another_cube_is_unknown(two_cubes: Store) -> None:
+    """Issue 28: every item call names its cube (a sharded store routes by it); an item of
+    another cube is as unknown as one never stored; ``item_cubes`` is the one lookup by id."""
+    store = two_cubes
+    mine, theirs = add(store, (item("mine"), unit(0)), (item("theirs", cube="c2"), unit(1)))
+    assert store.item_cubes([theirs, mine, "missing"]) == {mine: "c1", theirs: "c2"}
+    assert store.item_cubes([]) == {}
+    assert [i.id for i in store.get_items([theirs, mine], ["c1"])] == [mine]
+    assert [i.id for i in store.get_items([theirs, mine], ["c2", "c1"])] == [theirs, mine]
+    assert store.get_items([mine], []) == []
+    assert store.get_vectors([mine], ["c1"]).shape == (1, 8)
+    with pytest.raises(ItemNotFound):
+        store.get_vectors([theirs], ["c1"])
+    at = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    store.record_access("c1", {mine: 2, theirs: 5}, at)
+    counted = store.get_items([mine, theirs], ["c1", "c2"])
+    assert [i.access_count for i in counted] == [2, 0]
+    assert store.versions("c2", mine) == [] and len(store.versions("c1", mine)) == 1
+    assert store.erase_items([theirs], ["c1"], "u1", None) == 0
+    assert store.get_items([theirs], ["c2"])[0].text == "theirs"
+    assert store.erase_items([theirs, mine], ["c1", "c2"], "u1", None) == 2
