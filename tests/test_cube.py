@@ -192,7 +192,7 @@ def test_export_writes_every_file_with_counts_and_checksums(
     ids = json.loads((root / "vectors.ids.json").read_text())
     matrix = np.load(root / "vectors.npy", allow_pickle=False)
     assert matrix.dtype == np.float32 and matrix.shape == (len(ids), 384)
-    assert np.array_equal(matrix, mos.store.get_vectors(ids))
+    assert np.array_equal(matrix, mos.store.get_vectors(ids, [cube]))
     (artifact,) = lines(root / "artifacts.jsonl")
     assert artifact["file"] == "artifacts/000001.kv" and artifact["metadata"] == {"tokens": 812}
     assert (root / "artifacts/000001.kv").read_bytes() == (
@@ -440,9 +440,9 @@ def test_another_embedder_is_refused_unless_reembed(
     imported = other.import_cube(tmp_path / "out", owner="ann", by="root", reembed=True)
     assert imported.embedder == fingerprint(other.embedder)
     ids = json.loads((tmp_path / "out" / "vectors.ids.json").read_text())
-    items = other.store.get_items(ids)
+    items = other.store.get_items(ids, [imported.cube_id])
     expected = other.embedder.embed_passages([embedding_text(i) for i in items])
-    assert np.allclose(other.store.get_vectors(ids), expected, atol=1e-6)
+    assert np.allclose(other.store.get_vectors(ids, [imported.cube_id]), expected, atol=1e-6)
     assert other.search("Where does Ann live?", user_id="ann")
 
 
@@ -474,7 +474,10 @@ def test_the_memcube_written_by_another_tool_in_the_docs_imports(
     copy = other.import_cube(tmp_path / "facts-memcube", owner="ann", cube_id="f2",
                        keep_ids=False, reembed=True)  # fmt: skip
     (item,) = other.list_memories(copy.cube_id, user_id="ann")
-    assert other.store.get_vectors([item.id]).shape == (1, 384)  # reembed gave it a vector
+    assert other.store.get_vectors([item.id], [copy.cube_id]).shape == (
+        1,
+        384,
+    )  # reembed gave it a vector
     (hit,) = other.search("Where does she reside?", user_id="ann", cube_ids=["f2"])
     assert hit.ranks["dense"] == 1 and "keyword" not in hit.ranks  # found by its vector only
 

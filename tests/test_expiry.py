@@ -36,7 +36,9 @@ def test_an_expired_turn_is_gone_from_every_read(mos: MemoryOS, alice_cube: str)
         [{"content": "My gym locker is number 12", "expires_at": FUTURE}],
         user_id="alice", cube_id=alice_cube,
     )  # fmt: skip
-    assert mos.store.get_items([gone])[0].expires_at is not None  # stored, not yet erased
+    assert (
+        mos.store.get_items([gone], [alice_cube])[0].expires_at is not None
+    )  # stored, not yet erased
     hits = mos.search("locker", user_id="alice", cube_ids=[alice_cube])
     assert ids_of(hits) == [kept]
     then = mos.search("locker", user_id="alice", as_of=utcnow())
@@ -134,7 +136,7 @@ def test_expire_now_needs_write_and_erases_only_the_expired(
         mos.store.put_artifact(alice_cube, "kv_cache", "fp", b"made with the expired turn", {})
     assert mos.expire(user_id="alice", cube_id=alice_cube) == 1
     assert mos.artifacts(alice_cube, user_id="alice") == []  # rebuilt later, without it
-    assert mos.store.get_items([gone])[0].text == ""
+    assert mos.store.get_items([gone], [alice_cube])[0].text == ""
     assert mos.get(kept, user_id="alice").text == "kept"
     assert mos.expire(user_id="alice", cube_id=alice_cube) == 0
 
@@ -158,7 +160,7 @@ def test_a_worker_process_sweeps_on_its_own(database: str) -> None:
         cube = mos.create_cube("c", owner="u").cube_id
         [gone] = mos.add("a short-lived note", user_id="u", cube_id=cube, expires_at=PAST)
         deadline = utcnow() + timedelta(seconds=120)
-        while mos.store.get_items([gone])[0].text and utcnow() < deadline:
+        while mos.store.get_items([gone], [cube])[0].text and utcnow() < deadline:
             mos.wait(cube, timeout=1)
-        assert mos.store.get_items([gone])[0].text == ""
+        assert mos.store.get_items([gone], [cube])[0].text == ""
     assert not mos.expiry_tasks._thread.is_alive()  # type: ignore[union-attr]  # stopped

@@ -111,7 +111,7 @@ def test_forget_erases_what_it_is_about_and_nothing_else(mos: MemoryOS, alice_cu
     [hike] = mos.add("I love hiking in the mountains", user_id="alice", cube_id=alice_cube)
     result = mos.feedback("forget that I smoke", user_id="alice", cube_id=alice_cube)
     assert result.kind == "forget" and result.affected == [smoke]
-    erased = mos.store.get_items([smoke])[0]
+    erased = mos.store.get_items([smoke], [alice_cube])[0]
     assert erased.text == "" and erased.status == "deleted"
     assert mos.get(hike, user_id="alice").text.startswith("I love hiking")
     events = mos.audit(by="alice", cube_id="notes")

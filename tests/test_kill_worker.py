@@ -90,7 +90,7 @@ def test_killed_workers_lose_no_task_and_no_turn(places: tuple[str, str], tmp_pa
         failed = [t for t in final.values() if t.status != "done"]
         assert all(t.status == "failed" and "LeaseExpired" in (t.error or "") for t in failed)
         assert queue.outstanding(CUBE) == 0
-        stored = {i.id: i.text for i in m.store.get_items(list(acked))}
+        stored = {i.id: i.text for i in m.store.get_items(list(acked), [CUBE])}
         assert stored == acked  # every acknowledged turn, unchanged
         working = m.list_memories(CUBE, user_id="ann", filters={"tier": "working"}, limit=1000)
         per_session: dict[str | None, int] = {}

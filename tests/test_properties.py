@@ -356,7 +356,8 @@ class Machine(RuleBasedStateMachine):
     @invariant()
     def everything_is_as_the_model_says(self) -> None:
         store = self.driver.truth().store
-        found = {i.id: i for i in store.get_items(list(self.model.items))}
+        cubes = sorted({i.cube for i in self.model.items.values()})
+        found = {i.id: i for i in store.get_items(list(self.model.items), cubes)}
         for item_id, expected in self.model.items.items():
             item = found[item_id]
             got = (item.cube_id, item.user_id, item.text, item.status)

@@ -72,7 +72,13 @@ def test_sigterm_stops_serve_cleanly_while_a_task_runs(tmp_path: Path) -> None:
     assert [t for t in tasks if t.status == "running"] == []
     assert {t.status for t in tasks} <= {"pending", "done"}
     # Every read was counted: the last counts were still buffered when SIGTERM came.
-    counted = sum(sum(t.payload["counts"].values()) for t in tasks if t.kind == "visits")
+    counted = sum(
+        n
+        for t in tasks
+        if t.kind == "visits"
+        for c in t.payload["reads"].values()
+        for n in c.values()
+    )
     assert read > 0 and counted == read
     print(f"a task was running at SIGTERM: {caught_running}; stopped in {took:.1f} s")
 

@@ -27,7 +27,7 @@ def _racing(mos: MemoryOS, monkeypatch: pytest.MonkeyPatch, races: int) -> None:
     def update_item(item: Any, vector: Any, **kwargs: Any) -> Any:
         if kwargs.get("op") == "update" and left[0] > 0:
             left[0] -= 1
-            (current,) = store.get_items([item.id])
+            (current,) = store.get_items([item.id], ["c"])
             real(replace(current, tier="mid"), None, op="move", actor=None)
         return real(item, vector, **kwargs)
 

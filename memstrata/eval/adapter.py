@@ -168,8 +168,8 @@ def _synthetic_cube(mos: MemoryOS, facts: Sequence[Fact]) -> str:
 
 
 def _items(mos: MemoryOS, cube_id: str) -> list[MemoryItem]:
-    items = sorted(mos.store.get_items([f"fact-{n:02d}" for n in range(len(_PEOPLE) * 5)]),
-                   key=lambda i: i.id)  # fmt: skip
+    ids = [f"fact-{n:02d}" for n in range(len(_PEOPLE) * 5)]
+    items = sorted(mos.store.get_items(ids, [cube_id]), key=lambda i: i.id)
     return items
 
 

@@ -98,10 +98,13 @@ class Access:
         return [self.cube(user_id, c, "read") for c in dict.fromkeys(cube_ids)]
 
     def item(self, item_id: str, user_id: str, needed: str, cube_id: str | None) -> MemoryItem:
-        """The item, once ``user_id`` may ``needed`` it; unreadable items are "not found"."""
+        """The item, once ``user_id`` may ``needed`` it; unreadable items are "not found".
+
+        Read with its cube: ``cube_id`` when given, else the cube the store's id → cube lookup
+        (``item_cubes``, the one item query that names no cube) finds for it.
+        """
         self.user(user_id)
-        found = self._store.get_items([item_id]) if _lookup(item_id, "item_id") else []
-        item = found[0] if found else None
+        item = self._find(item_id, cube_id)
         if item is None or (cube_id is not None and item.cube_id != cube_id):
             raise ItemNotFound(str(item_id), cube_id)
         held = self._store.permission(item.cube_id, user_id)
@@ -110,6 +113,17 @@ class Access:
         if not permits(held, needed):
             raise PermissionDenied(user_id, item.cube_id, needed)
         return item
+
+    def _find(self, item_id: str, cube_id: str | None) -> MemoryItem | None:
+        """The stored item ``item_id`` (of ``cube_id`` when given), or None."""
+        if not _lookup(item_id, "item_id"):
+            return None
+        if cube_id is None:
+            cubes = list(self._store.item_cubes([item_id]).values())
+        else:
+            cubes = [cube_id] if _lookup(cube_id, "cube_id") else []
+        found = self._store.get_items([item_id], cubes) if cubes else []
+        return found[0] if found else None
 
     def past_time(self, value: Any, cubes: Sequence[Cube]) -> datetime:
         """``value`` as a time in the past, not before the oldest of ``cubes`` existed."""

@@ -80,7 +80,7 @@ def erase(
         access.cube(user_id, cube_id, "admin")
         return store.delete_cube(cube_id, user_id)
     ids = [i for cube, direct in found.items() for i in _with_derived(store, cube, direct)]
-    count = store.erase_items(ids, user_id, reason, subject=subject)
+    count = store.erase_items(ids, list(found), user_id, reason, subject=subject)
     if forget is not None and count:
         forget(sorted(found))
     return count

@@ -183,7 +183,7 @@ class ExpiryTasks:
             return 0, False
         ids = erase._with_derived(self.store, cube_id, due)
         reason = f"expired (swept at {now.isoformat(timespec='seconds')})"
-        count = self.store.erase_items(ids, EXPIRY_ACTOR, reason)
+        count = self.store.erase_items(ids, [cube_id], EXPIRY_ACTOR, reason)
         if count:
             self._forget([cube_id])  # KV caches and adapters were computed with them
         return count, len(due) == EXPIRY_BATCH

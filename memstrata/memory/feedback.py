@@ -144,9 +144,10 @@ class Feedback:
         words = [i for i, _ in self._store.keyword_search(statement, scope, wanted, CANDIDATES)]
         missing = [i for i in words if i not in cosine]
         if missing:
-            for item_id, row in zip(missing, self._store.get_vectors(missing), strict=True):
+            rows = self._store.get_vectors(missing, scope)
+            for item_id, row in zip(missing, rows, strict=True):
                 cosine[item_id] = float(row @ vector)
-        found = expiry.visible(self._store, self._store.get_items(list(cosine)))
+        found = expiry.visible(self._store, self._store.get_items(list(cosine), scope))
         return sorted(((i, cosine[i.id]) for i in found), key=lambda pair: -pair[1])
 
     def _same_attribute(
@@ -202,7 +203,7 @@ class Feedback:
         # What was read from a wrong statement (a fact, a profile entry) says the same wrong
         # thing: it is archived with it, as an erasure takes the derived items with it.
         ids = erase._with_derived(self._store, cube_id, [i.id for i in targets])
-        for item in self._store.get_items(ids):
+        for item in self._store.get_items(ids, [cube_id]):
             if item.status in ("generated", "activated"):
                 self._store.update_item(
                     replace(item, status="archived"), None, op="invalidate", actor=user_id,
@@ -214,7 +215,7 @@ class Feedback:
         self, cube_id: str, user_id: str, reading: FeedbackReading, targets: list[MemoryItem]
     ) -> FeedbackResult:
         ids = erase._with_derived(self._store, cube_id, [i.id for i in targets])
-        if self._store.erase_items(ids, user_id, "feedback: forget"):
+        if self._store.erase_items(ids, [cube_id], user_id, "feedback: forget"):
             self._parts.forget([cube_id])
         return FeedbackResult("forget", cube_id, ids)
 

@@ -62,7 +62,8 @@ class Governance:
         check_int(limit, "limit", 1, MAX_AUDIT_LIMIT)
         at = None if since is None else parse_time(since, "since")
         if user.role == "admin":  # administrators read every event, grant or not
-            if item_id is not None and not self._store.get_items([item_id]):
+            # the item known by id alone: its cube is looked up (item_cubes)
+            if item_id is not None and not self._store.item_cubes([item_id]):
                 raise ItemNotFound(item_id, cube_id)
             if cube_id is not None and self._store.get_cube(cube_id) is None:
                 raise CubeNotFound(cube_id)
@@ -155,7 +156,7 @@ class Governance:
         check_reason(reason)
         item = self._access.item(item_id, user_id, "write", cube_id)
         states.check_writable(item.id, item.status)
-        versions = {v.version: v.item for v in self._store.versions(item.id)}
+        versions = {v.version: v.item for v in self._store.versions(item.cube_id, item.id)}
         if version not in versions:
             raise NotFoundError(
                 f"item {item_id!r} has no version {version}",

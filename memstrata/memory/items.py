@@ -275,7 +275,7 @@ class Items:
             return item
         cube = self._access.cube(user_id, item.cube_id, "read")
         at = self._access.past_time(as_of, [cube])
-        then = [v for v in self._store.versions(item.id) if v.at <= at]
+        then = [v for v in self._store.versions(item.cube_id, item.id) if v.at <= at]
         if not then:
             raise ItemNotFound(item_id, cube_id)
         return then[-1].item
@@ -368,7 +368,7 @@ class Items:
         """Every version of an item, oldest first, with who made it, when and why (none for an
         expired item: ``ItemNotFound``)."""
         item = self._readable(item_id, user_id, cube_id)
-        return self._store.versions(item.id)
+        return self._store.versions(item.cube_id, item.id)
 
     def reembed(
         self,

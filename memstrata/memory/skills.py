@@ -132,7 +132,7 @@ class Skills:
         if same is None:
             item = _new_skill(cube_id, user_id, session_id, run)
             self._items._store_new([item])  # embeds, writes and indexes, as every add
-            return self._store.get_items([item.id])[0]
+            return self._store.get_items([item.id], [cube_id])[0]
         old = same.metadata
         was = (int(old.get("failures_met", 0)), len(old.get("steps", [])))
         better = (run["failures"], len(run["steps"])) < was
@@ -159,7 +159,7 @@ class Skills:
         skill_ids: list[str] | None,
     ) -> list[MemoryItem]:
         if skill_ids is not None:
-            found = self._store.get_items(skill_ids)
+            found = self._store.get_items(skill_ids, [cube_id])
             targets = [i for i in found if i.type == "skill" and i.cube_id == cube_id]
         else:
             key = signature(calls, attempted=True)

@@ -58,7 +58,7 @@ def feedback_channel(
     if docs <= 0 or not top:
         return []
     try:
-        vectors = store.get_vectors(top)
+        vectors = store.get_vectors(top, cube_ids)
     except ItemNotFound:
         return []
     moved = feedback_vector(vector, vectors.mean(axis=0))

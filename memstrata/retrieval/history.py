@@ -55,13 +55,14 @@ def past_vectors(
     The stored vector serves when the item's embedded text is still the same; an older text is
     embedded again (by the embedder the live cube is searched with, so scores compare).
     """
-    current = {i.id: i for i in store.get_items([i.id for i in items])}
+    cubes = list(dict.fromkeys(i.cube_id for i in items))
+    current = {i.id: i for i in store.get_items([i.id for i in items], cubes)}
     wanted = [n for n, item in enumerate(items) if filters.matches(item) and item.text]
     reuse = [n for n in wanted if _unchanged(current.get(items[n].id), items[n])]
     fresh = sorted(set(wanted) - set(reuse))
     matrix = np.zeros((len(items), embedder.dim), np.float32)
     if reuse:
-        matrix[reuse] = store.get_vectors([items[n].id for n in reuse])
+        matrix[reuse] = store.get_vectors([items[n].id for n in reuse], cubes)
     if fresh:
         matrix[fresh] = embedder.embed_passages([embedding_text(items[n]) for n in fresh])
     return matrix

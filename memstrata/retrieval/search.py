@@ -140,7 +140,8 @@ def _search_one(
         fused = fuse_channels(keyword, dense, settings, dated, again)
     weights = channel_weights(settings)
     with CLOCK.timed("fetch"):
-        items = {item.id: item for item in store.get_items([item_id for item_id, _, _ in fused])}
+        fetched = store.get_items([item_id for item_id, _, _ in fused], cube_ids)
+        items = {item.id: item for item in fetched}
     hits = [
         Hit(items[i], score, ranks, channel_parts(ranks, weights, settings.rrf_k))
         for i, score, ranks in fused
@@ -281,7 +282,8 @@ def smooth_neighbours(
         k, spread = keep
         kth = sorted(smoothed.values(), reverse=True)[k - 1]
         reach = {i: got for i, got in reach.items() if got[0] * spread >= kth}
-    joining = [i for i in store.get_items(list(reach)) if filters.matches(i)]
+    # a next turn is of its turn's cube
+    joining = [i for i in store.get_items(list(reach), list(by_cube)) if filters.matches(i)]
     place = {hit.item.id: n for n, hit in enumerate(hits, 1)}
     ranked = [
         adjusted(hit, "neighbour", smoothed[i], _beside(best[i], place)) if i in best else hit
@@ -317,8 +319,11 @@ def expand_to_sources(store: Store, hits: list[Hit]) -> list[Hit]:
     found directly and through a fact) appear once, at their best rank.  A source's parts are
     the item's, then a zero-value ``source`` part naming it ("source of fact <id>").
     """
-    wanted = [s.item_id for h in hits if h.item.type in EXPANDED_TYPES for s in h.item.sources]
-    sources = {i.id: i for i in store.get_items([i for i in wanted if i])}
+    derived = [h.item for h in hits if h.item.type in EXPANDED_TYPES]
+    wanted = [s.item_id for item in derived for s in item.sources if s.item_id]
+    # an item's sources are of its own cube
+    cubes = list(dict.fromkeys(item.cube_id for item in derived))
+    sources = {i.id: i for i in store.get_items(wanted, cubes)}
 
     def expanded(hit: Hit) -> list[Hit]:
         if hit.item.type not in EXPANDED_TYPES:
@@ -349,7 +354,7 @@ def expand_chain(
     following = {
         k: v for cube, ids in turns.items() for k, v in store.next_turns(cube, ids).items()
     }
-    neighbours = {i.id: i for i in store.get_items(list(set(following.values())))}
+    neighbours = {i.id: i for i in store.get_items(list(set(following.values())), list(turns))}
 
     def chained(hit: Hit) -> list[Hit]:
         after = neighbours.get(following.get(hit.item.id, ""))

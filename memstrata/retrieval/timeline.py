@@ -173,7 +173,9 @@ def _lift_successors(
             wanted[successor] = (hit.score, hit.item.id)
     if not wanted:
         return
-    successors = store.get_items(list(wanted))
+    # what replaced an item, and the turns it cites, are of that item's cube
+    cubes = list(dict.fromkeys(hit.item.cube_id for hit in hits))
+    successors = store.get_items(list(wanted), cubes)
     # a successor may be the turn itself (a change said with no new value) or an item
     # citing the turns that state the new value
     turns: dict[str, tuple[float, str]] = {}
@@ -183,7 +185,7 @@ def _lift_successors(
             if wanted[item.id][0] > turns.get(turn_id, _NONE)[0]:
                 turns[turn_id] = wanted[item.id]
     missing = [i for i in turns if i not in out]
-    found = {i.id: i for i in store.get_items(missing)} if missing else {}
+    found = {i.id: i for i in store.get_items(missing, cubes)} if missing else {}
     for turn_id, (score, replaced) in turns.items():
         known = out.get(turn_id)
         place = places.get(replaced)

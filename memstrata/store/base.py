@@ -5,7 +5,7 @@ Protocol            what                                                        
 ==================  =====================================================================  ====
 ``PrincipalStore``  users and API keys                                                        8
 ``CubeStore``       cubes, grants, permission checks                                          7
-``ItemStore``       memory items with their vectors and full text                            11
+``ItemStore``       memory items with their vectors and full text                            12
 ``SearchIndex``     the keyword and dense channels, plus what a ranking reads back            8
 ``HistoryStore``    versions, events, a cube as it stood, and a search index over that        4
 ``ErasureStore``    content removed for good (erasure, cube deletion), expired items          5
@@ -44,6 +44,11 @@ Contract shared by all methods:
 * Implementations are thread-safe.
 * ``seq`` numbers: every item change takes the next value of one counter, so a reader can fetch
   "everything changed since N" — which is how vector caches see other processes' writes.
+* Every call that reads or writes items names their cube (``cube_ids``, ``cube_id``, or the
+  item's own ``cube_id``), so a store sharded by cube routes it to the node holding the cube;
+  an item of another cube is as unknown as one never stored.  The one exception is
+  ``ItemStore.item_cubes``, which finds the cube of an item known by its id alone (on a sharded
+  store it asks every node, one index read each).
 """
 
 from __future__ import annotations
@@ -149,11 +154,20 @@ class ItemStore(Protocol):
         ``ConflictError`` if ``item.version`` is not the stored version (it changed since read).
         ``snapshot=False`` records the change as an event only, without a version snapshot: for
         derived items the system refreshes often (a segment gaining a page), whose every state
-        can be rebuilt from their sources.
+        can be rebuilt from their sources.  The stored item is the one of ``item.cube_id``.
         """
 
-    def get_items(self, item_ids: Sequence[str]) -> list[MemoryItem]:
-        """The items with these ids, in the given order; unknown ids are left out."""
+    def get_items(self, item_ids: Sequence[str], cube_ids: Sequence[str]) -> list[MemoryItem]:
+        """The items with these ids in these cubes, in the given order; unknown ids, and ids
+        of items in other cubes, are left out."""
+
+    def item_cubes(self, item_ids: Sequence[str]) -> dict[str, str]:
+        """The cube of each of these items, by id; unknown ids are left out.
+
+        The one item query that names no cube: for a caller that knows an item by its id alone
+        (``GET /memories/{id}``, an MCP or CLI call by id), which then reads it with its cube.
+        On a sharded store it asks every node (one index read each).
+        """
 
     def list_items(
         self,
@@ -186,19 +200,20 @@ class ItemStore(Protocol):
         then id), among searchable turns; turns without a session or a successor are left out.
         """
 
-    def record_access(self, counts: Mapping[str, int], at: datetime) -> None:
-        """Add ``counts`` to the items' ``access_count`` and set ``last_accessed_at``.
+    def record_access(self, cube_id: str, counts: Mapping[str, int], at: datetime) -> None:
+        """Add ``counts`` to the ``access_count`` of these items of ``cube_id`` and set their
+        ``last_accessed_at``.
 
         Usage statistics only: no version, no event, no change sequence (search filters do not
-        depend on them).  Unknown ids are ignored.
+        depend on them).  Unknown ids (and ids of other cubes) are ignored.
         """
 
     def iter_items(self, cube_id: str) -> Iterator[MemoryItem]:
         """Every item of a cube that has a vector, in id order (streamed)."""
 
-    def get_vectors(self, item_ids: Sequence[str]) -> Vectors:
-        """The stored vectors of these items, one row each in order; ``ItemNotFound`` if any
-        has none."""
+    def get_vectors(self, item_ids: Sequence[str], cube_ids: Sequence[str]) -> Vectors:
+        """The stored vectors of these items of these cubes, one row each in order;
+        ``ItemNotFound`` if any has none (or is in none of the cubes)."""
 
     def replace_vectors(
         self, cube_id: str, item_ids: Sequence[str], vectors: Vectors, embedder: str
@@ -233,12 +248,14 @@ class SearchIndex(Protocol):
     ) -> list[Scored]:
         """Exact cosine matches of a unit ``(dim,)`` query vector (score in [-1, 1])."""
 
-    def get_items(self, item_ids: Sequence[str]) -> list[MemoryItem]:
-        """The items with these ids, in the given order; unknown ids are left out."""
+    def get_items(self, item_ids: Sequence[str], cube_ids: Sequence[str]) -> list[MemoryItem]:
+        """The items with these ids in these cubes (a search's), in the given order; unknown
+        ids are left out."""
 
-    def get_vectors(self, item_ids: Sequence[str]) -> Vectors:
-        """The stored vectors of these items, one row each in order; ``ItemNotFound`` if any
-        has none (the feedback pass reads its first pass's best items')."""
+    def get_vectors(self, item_ids: Sequence[str], cube_ids: Sequence[str]) -> Vectors:
+        """The stored vectors of these items of these cubes, one row each in order;
+        ``ItemNotFound`` if any has none (the feedback pass reads its first pass's best
+        items')."""
 
     def next_turns(self, cube_id: str, item_ids: Sequence[str]) -> dict[str, str]:
         """For each of these turns, the next searchable turn of its session (see ``ItemStore``)."""
@@ -259,8 +276,8 @@ class SearchIndex(Protocol):
 class HistoryStore(Protocol):
     """The past: every version of an item, the audit events, and a cube as it stood."""
 
-    def versions(self, item_id: str) -> list[Version]:
-        """Every version of an item, oldest first."""
+    def versions(self, cube_id: str, item_id: str) -> list[Version]:
+        """Every version of the item ``item_id`` of ``cube_id``, oldest first."""
 
     def events(
         self,
@@ -305,13 +322,15 @@ class ErasureStore(Protocol):
     def erase_items(
         self,
         item_ids: Sequence[str],
+        cube_ids: Sequence[str],
         actor: str,
         reason: str | None,
         *,
         subject: str | None = None,
     ) -> int:
-        """Remove the items' content everywhere (versions, vectors, full text, event payloads),
-        leaving tombstones; how many were erased (tombstones already are not counted).  With
+        """Remove the content of these items of these cubes everywhere (versions, vectors,
+        full text, event payloads), leaving tombstones; how many were erased (tombstones
+        already, and ids of other cubes, are not counted).  With
         ``subject`` (a data subject's erasure) each cube that lost items also records one
         ``erase_subject`` event naming the subject and the count."""
 

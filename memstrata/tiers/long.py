@@ -66,17 +66,18 @@ class LongTier:
         self.embedder = embedder
         self.reader = reader
 
-    def promote(self, segment_id: str) -> list[Outcome]:
-        """Read the segment's unprocessed pages into long-tier items; mark the pages activated.
+    def promote(self, cube_id: str, segment_id: str) -> list[Outcome]:
+        """Read the unprocessed pages of the segment ``segment_id`` of ``cube_id`` into
+        long-tier items; mark the pages activated.
 
         Idempotent: pages already activated are not read again, and a finding repeated by a
         retry is recognised as a duplicate.
         """
-        found = self.store.get_items([segment_id])
+        found = self.store.get_items([segment_id], [cube_id])
         if not found:
             return []
         page_ids = [s.item_id for s in found[0].sources if s.item_id]
-        pages = [p for p in self.store.get_items(page_ids) if p.status == "generated"]
+        pages = [p for p in self.store.get_items(page_ids, [cube_id]) if p.status == "generated"]
         findings = self.reader.read(pages)
         known = {p.id: p for p in pages}
         findings = [f for f in findings if f.sources and set(f.sources) <= set(known)]
@@ -175,7 +176,7 @@ class LongTier:
             return current[-1] if current else None
         near = self.store.vector_search(vector, [new.cube_id], same, 1)
         if near and near[0][1] >= DUPLICATE_COSINE:
-            return self.store.get_items([near[0][0]])[0]
+            return self.store.get_items([near[0][0]], [new.cube_id])[0]
         return None
 
     def _known(self, finding: Finding, page: MemoryItem) -> MemoryItem | None:
@@ -270,7 +271,7 @@ class LongTier:
                 cites = turns & {s.item_id for s in fact.sources}
                 if fact.valid_to is None and cites and changes.same_value(value, fact.text):
                     self._close(fact, successor, when)
-            for turn in self.store.get_items(sorted(turns)):
+            for turn in self.store.get_items(sorted(turns), [item.cube_id]):
                 if turn.valid_to is None and turn.event_time < when and _only(turn, value):
                     self._close(turn, successor, when)
 

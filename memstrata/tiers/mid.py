@@ -75,7 +75,7 @@ class MidTier:
         pages = [p for p in pages if p.tier == "working"]
         if not pages:
             return []
-        vectors = self.store.get_vectors([p.id for p in pages])
+        vectors = self.store.get_vectors([p.id for p in pages], [pages[0].cube_id])
         for page, vector in zip(pages, vectors, strict=True):
             words = keywords(page.text)
             segment = self._best_segment(page.cube_id, vector, words, settings)
@@ -96,7 +96,7 @@ class MidTier:
     ) -> MemoryItem | None:
         """The segment whose join score is highest and reaches the threshold, if any."""
         near = self.store.vector_search(vector, [cube_id], SEGMENTS, CANDIDATES)
-        segments = {s.id: s for s in self.store.get_items([i for i, _ in near])}
+        segments = {s.id: s for s in self.store.get_items([i for i, _ in near], [cube_id])}
         best, best_score = None, settings.similarity_threshold
         for segment_id, cosine in near:
             segment = segments.get(segment_id)
@@ -143,7 +143,8 @@ class MidTier:
     ) -> MemoryItem:
         # The stored vector is the unit centroid; with the norm of the pages' vector sum kept
         # beside it, adding a page is exact: sum' = centroid · norm + page.
-        total = self.store.get_vectors([segment.id])[0] * segment.metadata.get("vector_norm", 1.0)
+        stored = self.store.get_vectors([segment.id], [segment.cube_id])[0]
+        total = stored * segment.metadata.get("vector_norm", 1.0)
         total = total + vector
         merged = normalise(total[None, :])[0]
         counts: dict[str, Any] = dict(segment.metadata.get("keyword_counts", {}))
@@ -171,7 +172,8 @@ class MidTier:
         """Summary over the segment's first and last pages (``page`` is not stored in mid yet)."""
         ids = [s.item_id for s in sources if s.item_id]
         ends = ids[:2] + ids[-2:] if len(ids) > 4 else ids
-        pages = {i.id: i for i in self.store.get_items([i for i in ends if i != page.id])}
+        others = [i for i in ends if i != page.id]
+        pages = {i.id: i for i in self.store.get_items(others, [page.cube_id])}
         pages[page.id] = page
         return summarise([pages[i] for i in ends if i in pages])
 
@@ -187,20 +189,24 @@ class MidTier:
             )
 
 
-def record_visits(store: CubeItems, counts: Mapping[str, int], now: datetime) -> list[MemoryItem]:
-    """Count reads of items, and a visit to each segment read directly or through its pages.
+def record_visits(
+    store: CubeItems, cube_id: str, counts: Mapping[str, int], now: datetime
+) -> list[MemoryItem]:
+    """Count reads of items of ``cube_id``, and a visit to each segment read directly or
+    through its pages (a page's segment is of its cube).
 
     Returns the active segments visited, with their heat refreshed (MemoryOS: visits heat a
     topic up, so a topic read often is promoted sooner).
     """
     visits: Counter[str] = Counter()
-    for item in store.get_items(list(counts)):
+    for item in store.get_items(list(counts), [cube_id]):
         segment_id = item.id if item.type == "segment" else item.segment_id
         if segment_id:
             visits[segment_id] += counts[item.id]
-    store.record_access({**counts, **{s: n for s, n in visits.items() if s not in counts}}, now)
+    read = {**counts, **{s: n for s, n in visits.items() if s not in counts}}
+    store.record_access(cube_id, read, now)
     refreshed = []
-    for segment in store.get_items(list(visits)):
+    for segment in store.get_items(list(visits), [cube_id]):
         cube = store.get_cube(segment.cube_id)
         if segment.status not in ("generated", "activated") or cube is None:
             continue

@@ -12,9 +12,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 from memstrata.embed.base import Embedder, check_cube_embedder, fingerprint
 from memstrata.filters import Filters
@@ -24,7 +25,7 @@ from memstrata.reader.findings import Reader
 from memstrata.reader.llm import LLMReader, LLMSummariser
 from memstrata.reader.offline import OfflineReader
 from memstrata.scheduler import Scheduler, Task
-from memstrata.store.base import TierTaskStore
+from memstrata.store.base import ItemStore, TierTaskStore
 from memstrata.tiers.long import LongTier
 from memstrata.tiers.mid import SEGMENTS, record_visits
 from memstrata.tiers.settings import TierSettings
@@ -53,7 +54,8 @@ class TierTasks:
         self.embedder = embedder
         self.scheduler = scheduler
         self.llm = llm
-        self._reads: Counter[str] = Counter()
+        # reads by (cube id, item id): the visits task writes each cube's with its cube named
+        self._reads: Counter[tuple[str, str]] = Counter()
         self._reads_lock = threading.Lock()
         self._reads_flushed = time.monotonic()
         scheduler.register("consolidate", self._consolidate)
@@ -82,7 +84,7 @@ class TierTasks:
             return 0
         long_tier = LongTier(self.store, self.embedder, self.reader(cube.cube_id))
         active = self.store.list_items(cube.cube_id, SEGMENTS)
-        return sum(len(long_tier.promote(segment.id)) for segment in active)
+        return sum(len(long_tier.promote(cube.cube_id, segment.id)) for segment in active)
 
     def note_reads(self, items: Iterable[MemoryItem]) -> None:
         """Count reads; a ``visits`` task writes them out every ``READS_FLUSH_S`` seconds.
@@ -91,7 +93,7 @@ class TierTasks:
         lost if the process dies, which only makes a topic a little colder.
         """
         with self._reads_lock:
-            self._reads.update(item.id for item in items)
+            self._reads.update((item.cube_id, item.id) for item in items)
         self.flush_reads()
 
     def flush_reads(self, force: bool = False) -> None:
@@ -99,9 +101,12 @@ class TierTasks:
             due = force or time.monotonic() - self._reads_flushed >= READS_FLUSH_S
             if not due or not self._reads:
                 return
-            counts, self._reads = dict(self._reads), Counter()
+            reads: dict[str, dict[str, int]] = {}
+            for (cube_id, item_id), n in self._reads.items():
+                reads.setdefault(cube_id, {})[item_id] = n
+            self._reads = Counter()
             self._reads_flushed = time.monotonic()
-        self.scheduler.submit("visits", {"counts": counts})
+        self.scheduler.submit("visits", {"reads": reads})
 
     def reader(self, cube_id: str) -> Reader:
         """The reader promotions use: the LLM's, counting its tokens against the cube, or rules."""
@@ -143,18 +148,20 @@ class TierTasks:
         if cube is None:
             return
         segment_id = task.payload["segment_id"]
-        LongTier(self.store, self.embedder, self.reader(cube.cube_id)).promote(segment_id)
+        LongTier(self.store, self.embedder, self.reader(cube.cube_id)).promote(
+            cube.cube_id, segment_id
+        )
         if self.llm is not None:
             self._summarise(cube.cube_id, segment_id, self.llm)
 
     def _summarise(self, cube_id: str, segment_id: str, llm: LLM) -> None:
         """Replace a segment's extractive summary with the LLM's, when the LLM gives a usable
         one (the segment's vector, its pages' centroid, stays)."""
-        found = self.store.get_items([segment_id])
+        found = self.store.get_items([segment_id], [cube_id])
         if not found:
             return
         segment = found[0]
-        pages = self.store.get_items([s.item_id for s in segment.sources if s.item_id])
+        pages = self.store.get_items([s.item_id for s in segment.sources if s.item_id], [cube_id])
         summariser = LLMSummariser(llm, on_usage=partial(self._count, cube_id))
         lines = [f"{p.speaker or p.role or 'someone'}: {p.text}" for p in pages]
         summary = summariser.summarise(lines)
@@ -166,8 +173,10 @@ class TierTasks:
 
     def _visits(self, task: Task) -> None:
         """Task ``visits``: record reads and heat the segments read; promote the hot ones."""
-        counts = {str(k): int(v) for k, v in task.payload["counts"].items()}
-        self._promote_hot(record_visits(self.store, counts, utcnow()))
+        reads = _reads_by_cube(self.store, task.payload)
+        now = utcnow()
+        for cube_id, counts in sorted(reads.items()):
+            self._promote_hot(record_visits(self.store, cube_id, counts, now))
 
     def _promote_hot(self, segments: list[MemoryItem]) -> None:
         """Queue the promotion of every segment whose heat reached its cube's threshold."""
@@ -180,3 +189,18 @@ class TierTasks:
                     "promote", {"segment_id": segment.id}, cube_id=cube.cube_id,
                     dedupe_key=f"promote:{cube.cube_id}:{segment.id}",
                 )  # fmt: skip
+
+
+def _reads_by_cube(store: ItemStore, payload: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """A ``visits`` task's read counts by cube, then item id.  A task queued before reads were
+    counted by cube (``{"counts": {item id: n}}``) has each item's cube looked up by id."""
+    if "reads" in payload:
+        return {
+            str(cube): {str(k): int(v) for k, v in counts.items()}
+            for cube, counts in payload["reads"].items()
+        }
+    counts = {str(k): int(v) for k, v in payload.get("counts", {}).items()}
+    reads: dict[str, dict[str, int]] = {}
+    for item_id, cube_id in store.item_cubes(list(counts)).items():
+        reads.setdefault(cube_id, {})[item_id] = counts[item_id]
+    return reads

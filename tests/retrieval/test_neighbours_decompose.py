@@ -79,7 +79,7 @@ def _dialogue(mos: MemoryOS) -> list[str]:
 
 def test_a_turn_gains_from_its_neighbours_score(mos: MemoryOS) -> None:
     ids = _dialogue(mos)
-    items = {i.id: i for i in mos.store.get_items(ids)}
+    items = {i.id: i for i in mos.store.get_items(ids, ["c"])}
     # Only the question was found: its answer (the next turn) joins, scored 0.5 × 1.0.
     smoothed = smooth_neighbours(mos.store, [Hit(items[ids[0]], 1.0)], Filters(), 0.5)
     assert [(h.item.id, h.score, h.ranks) for h in smoothed] == [
@@ -97,7 +97,7 @@ def test_a_turn_gains_from_its_neighbours_score(mos: MemoryOS) -> None:
 
 def test_a_neighbour_outside_the_filters_does_not_join(mos: MemoryOS) -> None:
     ids = _dialogue(mos)
-    (first,) = mos.store.get_items(ids[:1])
+    (first,) = mos.store.get_items(ids[:1], ["c"])
     later = parse_filters({"metadata": {"topic": "pets"}})
     assert [h.item.id for h in smooth_neighbours(mos.store, [Hit(first, 1.0)], later, 0.5)] == [
         ids[0]

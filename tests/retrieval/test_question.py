@@ -84,7 +84,7 @@ def test_a_derived_item_counts_as_its_subjects() -> None:
 
 def test_the_chain_adds_only_the_named_speakers_next_turns(mos: MemoryOS) -> None:
     ids = _talk(mos)
-    running = mos.store.get_items([ids[2]])
+    running = mos.store.get_items([ids[2]], ["c"])
     hits = [Hit(running[0], 1.0)]
     assert [h.item.id for h in expand_chain(mos.store, hits)] == [ids[2], ids[3]]
     named = expand_chain(mos.store, hits, frozenset({"Caroline"}))

@@ -72,7 +72,7 @@ def test_the_channel_follows_the_first_pass_and_the_filters(mos: MemoryOS) -> No
     assert feedback_channel(mos.store, vector, [cube], Filters(), [], docs=2, width=4) == []
     late = Filters(since=datetime(2024, 5, 5, tzinfo=timezone.utc))
     narrowed = feedback_channel(mos.store, vector, [cube], late, first, docs=2, width=4)
-    texts = {i.text for i in mos.store.get_items([i for i, _ in narrowed])}
+    texts = {i.text for i in mos.store.get_items([i for i, _ in narrowed], [cube])}
     assert texts and all(TURNS.index(t) >= 4 for t in texts if t in TURNS)
 
 

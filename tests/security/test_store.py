@@ -113,7 +113,7 @@ def test_reads_of_a_damaged_file_are_storage_errors(tmp_path: Path) -> None:
     store = SQLiteStore(path)
     try:
         reads = {
-            "get_items": lambda: store.get_items(ids[:3]),
+            "get_items": lambda: store.get_items(ids[:3], ["c1"]),
             "list_items": lambda: store.list_items("c1", Filters()),
             "count_items": lambda: store.count_items("c1", Filters()),
             "iter_items": lambda: list(store.iter_items("c1")),

@@ -103,9 +103,9 @@ def test_items_round_trip_every_field(store: Store) -> None:
         expires_at=datetime(2031, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc),
     )
     (stored_id,) = add(store, (full, unit(0)))
-    (got,) = store.get_items([stored_id])
+    (got,) = store.get_items([stored_id], ["c1"])
     assert got == full
-    assert store.get_items(["missing", stored_id, "missing2"]) == [full]
+    assert store.get_items(["missing", stored_id, "missing2"], ["c1"]) == [full]
 
 
 def test_external_id_is_idempotent_and_conflicts_on_other_text(store: Store) -> None:
@@ -124,13 +124,13 @@ def test_external_id_is_idempotent_and_conflicts_on_other_text(store: Store) -> 
 
 def test_update_versions_events_and_optimistic_check(store: Store) -> None:
     (item_id,) = add(store, (item("v1 text"), unit(0)))
-    (cur,) = store.get_items([item_id])
+    (cur,) = store.get_items([item_id], ["c1"])
     new = store.update_item(replace(cur, text="v2 text"), unit(1), op="update", actor="u1",
                             reason="fix")  # fmt: skip
     assert new.version == 2 and new.text == "v2 text"
     with pytest.raises(ConflictError):
         store.update_item(replace(cur, text="stale"), None, op="update", actor="u1")
-    versions = store.versions(item_id)
+    versions = store.versions("c1", item_id)
     assert [(v.version, v.item.text, v.actor) for v in versions] == [
         (1, "v1 text", "u1"),
         (2, "v2 text", "u1"),
@@ -154,7 +154,7 @@ def test_keyword_search_bm25_filters_and_cjk(store: Store) -> None:
     )
     hits = store.keyword_search("Biscuit the dog", ["c1"], Filters(), 10)
     assert len(hits) == 1
-    (top,) = store.get_items([hits[0][0]])
+    (top,) = store.get_items([hits[0][0]], ["c1"])
     assert top.text.startswith("I adopted")
     assert store.keyword_search("北京", ["c1"], Filters(), 10)  # a two-character word
     assert store.keyword_search("paris", ["c1"], Filters(session_id="s1"), 10) == []
@@ -208,7 +208,7 @@ def test_metadata_filters_compare_as_json_values(store: Store) -> None:
         ("1", [ids[3]]),
         (None, [ids[6], ids[7]]),
     ]
-    items = store.get_items(ids)
+    items = store.get_items(ids, ["c1"])
     for value, want in expected:
         f = Filters(metadata={"v": value})  # type: ignore[dict-item]
         found = store.vector_search(unit(0), ["c1"], f, 20)
@@ -219,7 +219,7 @@ def test_metadata_filters_compare_as_json_values(store: Store) -> None:
 def test_status_changes_reach_the_vector_mirror(store: Store) -> None:
     (a, b) = add(store, (item("a"), unit(0)), (item("b"), unit(1)))
     assert len(store.vector_search(unit(0), ["c1"], Filters(), 10)) == 2  # mirror is warm
-    (cur,) = store.get_items([a])
+    (cur,) = store.get_items([a], ["c1"])
     store.update_item(replace(cur, status="deleted"), None, op="delete", actor="u1")
     assert [f[0] for f in store.vector_search(unit(0), ["c1"], Filters(), 10)] == [b]
     deleted = Filters(statuses=("deleted",))
@@ -318,10 +318,10 @@ def test_overflowing_turns_of_idle_sessions(store: Store) -> None:
 
 def test_get_vectors_in_order(store: Store) -> None:
     ids = add(store, (item("a"), unit(0)), (item("b"), unit(1)))
-    vectors = store.get_vectors([ids[1], ids[0]])
+    vectors = store.get_vectors([ids[1], ids[0]], ["c1"])
     assert np.allclose(vectors, np.stack([unit(1), unit(0)]))
     with pytest.raises(ItemNotFound):
-        store.get_vectors([ids[0], "missing"])
+        store.get_vectors([ids[0], "missing"], ["c1"])
 
 
 def test_next_turns_follow_each_session_in_time_order(store: Store) -> None:
@@ -384,7 +384,7 @@ def test_a_cube_read_whole_is_inserted_identically_elsewhere(
     store: Store, backend: Backend, tmp_path: Path
 ) -> None:
     ids = add(store, (item("a", session_id="s"), unit(0)), (item("b", session_id="s"), unit(1)))
-    (cur,) = store.get_items([ids[0]])
+    (cur,) = store.get_items([ids[0]], ["c1"])
     store.update_item(replace(cur, text="a2"), unit(2), op="update", actor="u1")
     data = store.read_cube("c1")
     assert [i.id for i in data.items] == sorted(ids) and data.vector_ids == sorted(ids)
@@ -395,9 +395,9 @@ def test_a_cube_read_whole_is_inserted_identically_elsewhere(
         other.put_user(User("u1"))
         other.check_free(data)
         other.insert_cube(data, artifact_paths={}, note={"from": "test"})
-        assert other.get_items(ids) == store.get_items(ids)
-        assert np.array_equal(other.get_vectors(ids), store.get_vectors(ids))
-        assert other.versions(ids[0]) == store.versions(ids[0])
+        assert other.get_items(ids, ["c1"]) == store.get_items(ids, ["c1"])
+        assert np.array_equal(other.get_vectors(ids, ["c1"]), store.get_vectors(ids, ["c1"]))
+        assert other.versions("c1", ids[0]) == store.versions("c1", ids[0])
         assert other.permission("c1", "u1") == "admin"
         assert [e.op for e in other.events(cube_id="c1")][-1] == "import"
         assert [f[0] for f in other.keyword_search("b", ["c1"], Filters(), 5)] == [ids[1]]
@@ -417,9 +417,9 @@ def test_a_scratch_index_scores_as_the_live_store(store: Store) -> None:
         (item("dogs and cats and dogs", metadata={"k": 1}), unit(0, 1)),
         (item("other cube dog", cube="c2"), unit(0)),
     )
-    items = store.get_items(ids[:3])
+    items = store.get_items(ids[:3], ["c1"])
     filters = [Filters(), Filters(metadata={"k": 1}), Filters(session_id="s")]
-    with store.scratch_index(items, store.get_vectors(ids[:3])) as index:
+    with store.scratch_index(items, store.get_vectors(ids[:3], ["c1"])) as index:
         for f in filters:
             for query in ("dog", "cat mat", "dogs cats"):
                 # BM25's statistics span the index (the live one holds c2 too): same order
@@ -429,18 +429,18 @@ def test_a_scratch_index_scores_as_the_live_store(store: Store) -> None:
                 unit(0), ["c1"], f, 10
             )
         assert index.next_turns("c1", ids[:1]) == {ids[0]: ids[1]}
-        assert index.get_items([ids[3]]) == []  # only the items given
-    assert store.get_items(ids[3:]) != []
+        assert index.get_items([ids[3]], ["c1", "c2"]) == []  # only the items given
+    assert store.get_items(ids[3:], ["c2"]) != []
 
 
 def test_erased_items_leave_no_past_state(store: Store) -> None:
     ids = add(store, (item("secret words"), unit(0)), (item("kept words"), unit(1)))
     t = datetime.now(timezone.utc)
-    assert store.erase_items([ids[0], ids[0]], "u1", "asked") == 1
-    assert store.erase_items([ids[0]], "u1", None) == 0
+    assert store.erase_items([ids[0], ids[0]], ["c1"], "u1", "asked") == 1
+    assert store.erase_items([ids[0]], ["c1"], "u1", None) == 0
     assert [i.text for i in store.items_as_of("c1", t)] == ["kept words"]
     assert store.keyword_search("secret", ["c1"], Filters(statuses=("deleted",)), 5) == []
-    assert store.versions(ids[0]) == []
+    assert store.versions("c1", ids[0]) == []
     assert store.cubes_with_items_of("u1") == ["c1"]
 
 
@@ -461,12 +461,15 @@ def test_expired_items_are_found_by_time_and_cube_until_erased(store: Store) -> 
     assert store.expired_items(at, 1) == [("c1", early)]
     assert store.expired_items(at, 10, ["c2"]) == [("c2", other)]
     assert store.expired_items(at, 10, []) == []
-    (stored,) = store.get_items([late])
+    (stored,) = store.get_items([late], ["c1"])
     store.update_item(replace(stored, expires_at=None), None, op="update", actor="u1")
-    assert [v.item.expires_at for v in store.versions(late)] == [at - timedelta(hours=1), None]
-    assert store.erase_items([early], "u1", "expired") == 1
+    assert [v.item.expires_at for v in store.versions("c1", late)] == [
+        at - timedelta(hours=1),
+        None,
+    ]
+    assert store.erase_items([early], ["c1"], "u1", "expired") == 1
     assert store.expired_items(at, 10) == [("c2", other)]
-    assert store.get_items([early])[0].expires_at is None
+    assert store.get_items([early], ["c1"])[0].expires_at is None
 
 
 def test_artifacts_are_written_listed_and_deleted_with_their_files(store: Store) -> None:

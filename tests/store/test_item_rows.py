@@ -46,7 +46,7 @@ def store(engine: str, tmp_path: Path) -> Iterator[Store]:
 def test_items_read_back_by_position_equal_the_written_ones(store: Store) -> None:
     items = [_full(i) for i in range(3)] + [MemoryItem(id="plain", cube_id="c1", text="hi")]
     store.add_items(items, np.eye(4, dtype=np.float32), FP)
-    got = store.get_items([i.id for i in reversed(items)])
+    got = store.get_items([i.id for i in reversed(items)], ["c1"])
     assert got == list(reversed(items))
 
 

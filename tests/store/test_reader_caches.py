@@ -36,12 +36,12 @@ def test_a_reader_keeps_a_bounded_number_of_statements(tmp_path: Path) -> None:
 def test_a_list_of_ids_of_any_length_is_one_statement(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "lists.db")
     try:
-        store.get_items(["warm"])
+        store.get_items(["warm"], ["cube"])
         store.next_turns("cube", ["warm"])
         before = statements()
         for n in range(1, 101):
             listed = [f"missing-{i}" for i in range(n)]
-            assert store.get_items(listed) == []
+            assert store.get_items(listed, ["cube"]) == []
             assert store.next_turns("cube", listed) == {}
         assert statements() == before
     finally:

@@ -56,7 +56,7 @@ def store(tmp_path: Path, embedder: Embedder) -> Iterator[SQLiteStore]:
     ]  # fmt: skip
     vectors = embedder.embed_passages([embedding_text(i) for i in items])
     backend.add_items(items, vectors, fingerprint(embedder))
-    gone = backend.get_items([items[5].id])[0]
+    gone = backend.get_items([items[5].id], ["c1"])[0]
     backend.update_item(_with(gone, status="deleted"), None, op="delete", actor="u1")
     yield backend
     backend.close()
@@ -125,11 +125,11 @@ def test_a_scratch_index_lives_in_memory_and_is_gone_after_use(
     store: SQLiteStore, tmp_path: Path
 ) -> None:
     items = store.list_items("c1", Filters())
-    vectors = store.get_vectors([i.id for i in items])
+    vectors = store.get_vectors([i.id for i in items], ["c1"])
     vectors[0] = 0.0  # no vector: left out of the dense channel
     files = sorted(tmp_path.iterdir())
     with store.scratch_index(items, vectors) as index:
-        assert [i.id for i in index.get_items([items[1].id])] == [items[1].id]
+        assert [i.id for i in index.get_items([items[1].id], ["c1"])] == [items[1].id]
         dense = index.vector_search(vectors[1], ["c1"], Filters(), 20)
         assert dense[0][0] == items[1].id and items[0].id not in {i for i, _ in dense}
         assert index.keyword_search("wooden floor", ["c1"], Filters(), 3)[0][0] == items[4].id
@@ -139,6 +139,6 @@ def test_a_scratch_index_lives_in_memory_and_is_gone_after_use(
         assert not list(Path.cwd().glob("*memstrata-scratch*"))
     again = SQLiteStore(uri)  # the same name now opens a new, empty database
     try:
-        assert again.get_items([i.id for i in items]) == []
+        assert again.get_items([i.id for i in items], ["c1"]) == []
     finally:
         again.close()

@@ -29,6 +29,7 @@ def test_new_file_is_created_migrated_and_in_wal(tmp_path: Path) -> None:
             (7, "llm usage per day"),
             (8, "item expiry"),
             (9, "tool, skill and image memory"),
+            (10, "item versions by cube"),
         ]
     finally:
         conn.close()

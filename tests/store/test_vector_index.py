@@ -126,9 +126,9 @@ def test_index_file_older_than_the_database(db: Path) -> None:
     other = SQLiteStore(db)
     queries = unit(rng, 20)
     new_ids = fill(other, queries[:3])
-    [moved] = other.get_items([ids[0]])
+    [moved] = other.get_items([ids[0]], [CUBE])
     other.update_item(replace(moved, text="moved"), queries[3], op="update", actor="u")
-    [gone] = other.get_items([ids[1]])
+    [gone] = other.get_items([ids[1]], [CUBE])
     other.update_item(replace(gone, status="deleted"), None, op="delete", actor="u")
     other.close()
 
@@ -165,11 +165,11 @@ def test_erasure_removes_the_index_files_and_the_vectors(db: Path) -> None:
     ids = fill(store, vectors)
     store.build_vector_index(CUBE)
     assert index_files(db)
-    [archived] = store.get_items([ids[2]])
+    [archived] = store.get_items([ids[2]], [CUBE])
     store.update_item(replace(archived, status="archived"), None, op="archive", actor="u")
     assert ids[2] not in [i for i, _ in store.vector_search(vectors[2], [CUBE], ALL, 5)]
 
-    store.erase_items([ids[3]], "u", "asked")
+    store.erase_items([ids[3]], [CUBE], "u", "asked")
     # An erased item's vector must not outlive it on disk: the files go; the next build redoes.
     assert index_files(db) == []
     assert ids[3] not in [i for i, _ in store.vector_search(vectors[3], [CUBE], ALL, 5)]
@@ -243,7 +243,7 @@ def test_an_erasure_while_the_index_is_built_drops_it(db: Path, monkeypatch) -> 
     save = ann.save
 
     def erase_then_save(index: ann.AnnIndex, folder: Path, cube_id: str) -> None:
-        other.erase_items([ids[0]], "u", "asked")  # commits, then deletes files (none yet)
+        other.erase_items([ids[0]], [CUBE], "u", "asked")  # commits, then deletes files (none yet)
         save(index, folder, cube_id)
 
     monkeypatch.setattr(ann, "save", erase_then_save)

@@ -98,7 +98,10 @@ def test_promotion_is_idempotent(mos: MemoryOS) -> None:
     from memstrata.reader.offline import OfflineReader
     from memstrata.tiers.long import LongTier
 
-    assert LongTier(mos.store, mos.embedder, OfflineReader()).promote(segment.id) == []
+    assert (
+        LongTier(mos.store, mos.embedder, OfflineReader()).promote(segment.cube_id, segment.id)
+        == []
+    )
     assert len(long_items(mos, cube)) == before
 
 

@@ -56,7 +56,7 @@ def test_a_segment_gone_since_it_was_read_is_skipped_not_retried(
         raise ItemNotFound(segment.id)  # as if its cube were deleted between the two reads
 
     monkeypatch.setattr(mos.store, "update_item", gone)
-    assert record_visits(mos.store, {page.id: 1}, utcnow()) == []
+    assert record_visits(mos.store, cube, {page.id: 1}, utcnow()) == []
     monkeypatch.undo()
-    (page,) = mos.store.get_items([page.id])
+    (page,) = mos.store.get_items([page.id], [cube])
     assert page.access_count == 1  # the read still counts, once

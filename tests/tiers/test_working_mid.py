@@ -69,9 +69,9 @@ def test_similar_pages_join_and_dissimilar_ones_start_segments(mos: MemoryOS) ->
     assert "mountain" in hiking.keywords or "hut" in hiking.keywords
     assert HIKING[0].split(".")[0] in hiking.text  # extractive summary
     # the centroid is the normalised mean of the pages' vectors
-    pages = mos.store.get_vectors(ids[:3])
+    pages = mos.store.get_vectors(ids[:3], [cube])
     mean = pages.sum(axis=0) / (pages.sum(axis=0) ** 2).sum() ** 0.5
-    assert mos.store.get_vectors([hiking.id])[0] == pytest.approx(mean, abs=1e-4)
+    assert mos.store.get_vectors([hiking.id], [cube])[0] == pytest.approx(mean, abs=1e-4)
 
 
 @pytest.mark.parametrize(("threshold", "segments"), [(0.0, 1), (2.0, 5)])

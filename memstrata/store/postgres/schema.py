@@ -9,7 +9,10 @@ one row mapping (``memstrata.store.rows``) serves both engines.  What differs:
   width are stored (``hnsw_index``), partial on ``dim`` so each width is one index;
 * the full text is a ``tsvector`` column (GIN) over the same cube-prefixed terms as FTS5's body,
   with ``doclen`` (the body's term count) for BM25;
-* ``cube_id`` leads every index, so a sharded PostgreSQL (Citus) can distribute by it.
+* ``cube_id`` leads every key of an item and the indexes its queries seek by (``items``: ``(cube_id, id)``;
+  ``item_versions``: ``(cube_id, item_id, version)``), and every item query names the cube, so a
+  sharded PostgreSQL (Citus) can distribute by it; the one exception is the id → cube lookup
+  (``item_cubes``), served by the plain index ``items_id``.
 
 Migrations run under a transaction-scoped advisory lock, so processes starting together do not
 race; a database whose recorded version is newer than ``LATEST`` is refused (``SchemaTooNew``).
@@ -222,12 +225,30 @@ ALTER TABLE artifacts ADD CONSTRAINT artifacts_kind_check
     CHECK (kind IN ('kv_cache', 'lora', 'image'))
 """
 
+# Item keys name the cube, so a sharded PostgreSQL can distribute items and versions by cube_id
+# (a unique key of a distributed table must hold the distribution column).  Versions take their
+# item's cube; a version whose item is gone keeps the cube its snapshot names.  The plain index
+# on items (id) serves the one query that names no cube: which cube holds an item (item_cubes).
+_V5 = """
+ALTER TABLE item_versions ADD COLUMN cube_id TEXT;
+UPDATE item_versions v SET cube_id = i.cube_id FROM items i WHERE i.id = v.item_id;
+UPDATE item_versions SET cube_id = snapshot::json->>'cube_id' WHERE cube_id IS NULL;
+ALTER TABLE item_versions ALTER COLUMN cube_id SET NOT NULL;
+ALTER TABLE item_versions DROP CONSTRAINT item_versions_pkey;
+ALTER TABLE item_versions ADD CONSTRAINT item_versions_pkey
+    PRIMARY KEY (cube_id, item_id, version);
+ALTER TABLE items DROP CONSTRAINT items_pkey;
+ALTER TABLE items ADD CONSTRAINT items_pkey PRIMARY KEY (cube_id, id);
+CREATE INDEX items_id ON items (id)
+"""
+
 #: version → (name, SQL statements separated by ";\n" at the end of a line).
 MIGRATIONS: dict[int, tuple[str, str]] = {
     1: ("data model", _V1),
     2: ("llm usage per day", _V2),
     3: ("item expiry", _V3),
     4: ("tool, skill and image memory", _V4),
+    5: ("item keys by cube", _V5),
 }
 LATEST = max(MIGRATIONS)
 

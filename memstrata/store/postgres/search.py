@@ -91,11 +91,11 @@ class PostgresSearch(PostgresDatabase, SQLSearch):
             "SELECT id, next_id FROM (SELECT i.id, LEAD(i.id) OVER (PARTITION BY i.session_id "
             "ORDER BY i.event_time, i.id) AS next_id FROM items i WHERE i.cube_id = %s "
             f"AND i.type = 'turn' AND i.status IN ({LIVE}) AND i.session_id IN "
-            "(SELECT session_id FROM items WHERE id = ANY(%s))) AS w "
+            "(SELECT session_id FROM items WHERE cube_id = %s AND id = ANY(%s))) AS w "
             "WHERE id = ANY(%s) AND next_id IS NOT NULL"
         )
         wanted = list(item_ids)
-        return {r[0]: r[1] for r in self.rows(sql, (cube_id, wanted, wanted))}
+        return {r[0]: r[1] for r in self.rows(sql, (cube_id, cube_id, wanted, wanted))}
 
     def _postings_of(self, prefixes: list[str], term: str) -> int:
         return sum(self._prefixed_postings(p + term) for p in prefixes)

@@ -79,9 +79,13 @@ class PostgresStore(PostgresSearch, SQLStore):
 
     # -- vectors -----------------------------------------------------------------------------
 
-    def get_vectors(self, item_ids: Sequence[str]) -> Vectors:
-        sql = "SELECT id, vector::real[] FROM items WHERE id = ANY(%s) AND vector IS NOT NULL"
-        found = {r[0]: r[1] for r in self.rows(sql, (list(item_ids),))}
+    def get_vectors(self, item_ids: Sequence[str], cube_ids: Sequence[str]) -> Vectors:
+        sql = (
+            "SELECT id, vector::real[] FROM items WHERE cube_id = ANY(%s) AND id = ANY(%s) "
+            "AND vector IS NOT NULL"
+        )
+        cubes = list(dict.fromkeys(cube_ids))
+        found = {r[0]: r[1] for r in self.rows(sql, (cubes, list(item_ids)))}
         missing = [i for i in item_ids if i not in found]
         if missing:
             raise ItemNotFound(missing[0])

@@ -30,13 +30,20 @@ _ITEM_INSERT = (
     f"VALUES ({_MARKS}, nextval('item_seq'), to_tsvector('{TS_CONFIG}', %s), %s, %s, %s, "
     "%s::real[]::vector)"
 )
-_ITEM_UPDATE = f"UPDATE items SET ({_COLUMNS}, seq) = ({_MARKS}, nextval('item_seq')) WHERE id = %s"
-_REINDEX = f"UPDATE items SET tsv = to_tsvector('{TS_CONFIG}', %s), doclen = %s WHERE id = %s"
+# Each names the item's key, (cube_id, id): a sharded PostgreSQL routes it to the cube's node.
+_ITEM_UPDATE = (
+    f"UPDATE items SET ({_COLUMNS}, seq) = ({_MARKS}, nextval('item_seq')) "
+    "WHERE cube_id = %s AND id = %s"
+)
+_REINDEX = (
+    f"UPDATE items SET tsv = to_tsvector('{TS_CONFIG}', %s), doclen = %s "
+    "WHERE cube_id = %s AND id = %s"
+)
 # An erased item's full text and embedding are columns of its row: they go with its words.
 _ERASE = (
     f"UPDATE items SET {ERASED}, tsv = NULL, doclen = 0, vector = NULL, dim = NULL, "
     "embedder = NULL, updated_at = extract(epoch FROM clock_timestamp()), "
-    "seq = nextval('item_seq') WHERE id = ANY(%s)"
+    "seq = nextval('item_seq') WHERE cube_id = ANY(%s) AND id = ANY(%s)"
 )
 
 
@@ -99,19 +106,20 @@ def ensure_index(conn: Any, dim: int) -> None:
 def rewrite(conn: Any, old: MemoryItem, new: MemoryItem, vector: npt.NDArray[Any] | None) -> None:
     """Overwrite the item's row with ``new`` (a fresh change sequence number), its full text only
     when the indexed words changed, its embedding when one is given."""
-    conn.execute(_ITEM_UPDATE, (*rows.item_to_row(new), new.id))
+    key = (old.cube_id, old.id)
+    conn.execute(_ITEM_UPDATE, (*rows.item_to_row(new), *key))
     if rows.fts_body(new) != rows.fts_body(old):
-        conn.execute(_REINDEX, (*body(new), new.id))
+        conn.execute(_REINDEX, (*body(new), *key))
     if vector is not None:
         conn.execute(
-            "UPDATE items SET vector = %s::real[]::vector WHERE id = %s",
-            (vector_param(vector), new.id),
+            "UPDATE items SET vector = %s::real[]::vector WHERE cube_id = %s AND id = %s",
+            (vector_param(vector), *key),
         )
 
 
-def tombstone(conn: Any, item_ids: Sequence[str]) -> None:
-    """Blank these items (``ERASED``), full text and embedding with them."""
-    conn.execute(_ERASE, (list(item_ids),))
+def tombstone(conn: Any, item_ids: Sequence[str], cube_ids: Sequence[str]) -> None:
+    """Blank these items of these cubes (``ERASED``), full text and embedding with them."""
+    conn.execute(_ERASE, (list(cube_ids), list(item_ids)))
 
 
 def cube_vectors(conn: Any, cube_id: str) -> list[tuple[str, str | None, npt.NDArray[Any]]]:

@@ -32,6 +32,7 @@ from memstrata.store.sql.artifacts import SQLArtifacts, of_cube
 from memstrata.store.sql.clauses import SELECT
 from memstrata.store.sql.database import SQLDatabase
 from memstrata.store.sql.dialect import Dialect
+from memstrata.store.sql.items import cubes_of
 
 
 class SQLArchive(SQLArtifacts, SQLDatabase):
@@ -106,7 +107,8 @@ class SQLArchive(SQLArtifacts, SQLDatabase):
             vectors = [by_id.get(item.id) for item in data.items]
             self.layout.insert_items(conn, data.items, vectors, cube.embedder)
             d.executemany(conn, writes.insert(d, "item_versions", writes.VERSION_COLUMNS), [
-                writes.version_row(item_id, v) for item_id, stored in data.versions.items()
+                writes.version_row(cube.cube_id, item_id, v)
+                for item_id, stored in data.versions.items()
                 for v in stored
             ])  # fmt: skip
             d.executemany(conn, writes.insert(d, "events", writes.EVENT_COLUMNS),
@@ -121,8 +123,9 @@ class SQLArchive(SQLArtifacts, SQLDatabase):
 
 def _versions(d: Dialect, conn: Any, cube_id: str) -> dict[str, list[Version]]:
     return rows.versions_by_item(conn.execute(
-        f"SELECT {rows.VERSION_COLUMNS} FROM item_versions v JOIN items i ON i.id = v.item_id "
-        f"WHERE i.cube_id = {d.mark} ORDER BY v.item_id, v.version",
+        f"SELECT {rows.VERSION_COLUMNS} FROM item_versions v JOIN items i "
+        "ON i.cube_id = v.cube_id AND i.id = v.item_id "
+        f"WHERE v.cube_id = {d.mark} ORDER BY v.item_id, v.version",
         (cube_id,),
     ).fetchall())  # fmt: skip
 
@@ -151,11 +154,15 @@ def _refuse_taken(d: Dialect, conn: Any, data: MemCube) -> None:
     if conn.execute(f"SELECT 1 FROM cubes WHERE cube_id = {d.mark}", (cube_id,)).fetchone():
         raise AlreadyExists("cube", cube_id)
     items: list[MemoryItem] = data.items
-    for kind, table, column, ids in (
-        ("item", "items", "id", [i.id for i in items]),
-        ("artifact", "artifacts", "artifact_id", [a.artifact_id for a in data.artifacts]),
-    ):
-        taken = _taken(d, conn, table, column, ids)
+    # An item id is checked free in every cube (the id → cube lookup): ids stay unique across
+    # the database, so an id names one item wherever it is asked for by id alone.
+    item_ids = [i.id for i in items]
+    held = cubes_of(d, conn, item_ids) if item_ids else {}
+    for kind, taken in (
+        ("item", next((i for i in sorted(item_ids) if i in held), None)),
+        ("artifact", _taken(d, conn, "artifacts", "artifact_id",
+                            [a.artifact_id for a in data.artifacts])),
+    ):  # fmt: skip
         if taken is not None:
             error = AlreadyExists(kind, taken)
             hint = "import with keep_ids=False (memstrata import --remap-ids) to give them new ids"

@@ -46,9 +46,9 @@ class Layout(Protocol):
         """Overwrite the stored ``old`` with ``new`` (a fresh change sequence number), its full
         text only when the indexed words changed, its vector when one is given."""
 
-    def tombstone(self, conn: Any, item_ids: Sequence[str]) -> None:
-        """Blank what these items said (``erasure.ERASED``) and drop their full text and vector,
-        each taking a fresh change sequence number."""
+    def tombstone(self, conn: Any, item_ids: Sequence[str], cube_ids: Sequence[str]) -> None:
+        """Blank what these items of these cubes said (``erasure.ERASED``) and drop their full
+        text and vector, each taking a fresh change sequence number."""
 
     def drop_cube_rows(self, conn: Any, cube_id: str) -> None:
         """Drop the full-text and vector rows the engine keeps apart from the cube's items

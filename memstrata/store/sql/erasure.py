@@ -64,12 +64,14 @@ class SQLErasure(SQLDatabase):
     def erase_items(
         self,
         item_ids: Sequence[str],
+        cube_ids: Sequence[str],
         actor: str,
         reason: str | None,
         *,
         subject: str | None = None,
     ) -> int:
-        """Remove the content of items for good, leaving tombstones; returns how many.
+        """Remove the content of these items of ``cube_ids`` for good, leaving tombstones;
+        returns how many (ids of other cubes are left alone).
 
         In one transaction: each item row keeps its id, cube, placement and times but loses its
         text, key, keywords, tags, metadata, speaker, external id and sources, and becomes
@@ -81,7 +83,8 @@ class SQLErasure(SQLDatabase):
         """
         d = self.dialect
         with self.transaction() as conn:
-            erased = self._erase(conn, list(dict.fromkeys(item_ids)), actor, reason)
+            wanted = (list(dict.fromkeys(item_ids)), list(dict.fromkeys(cube_ids)))
+            erased = self._erase(conn, wanted, actor, reason) if all(wanted) else []
             if subject is not None:
                 for cube_id, count in sorted(Counter(c for _, c in erased).items()):
                     after = {"subject_user_id": subject, "items": count}
@@ -100,11 +103,7 @@ class SQLErasure(SQLDatabase):
         m = d.mark
         with self.transaction() as conn:
             self.layout.drop_cube_rows(conn, cube_id)
-            conn.execute(
-                "DELETE FROM item_versions WHERE item_id IN "
-                f"(SELECT id FROM items WHERE cube_id = {m})",
-                (cube_id,),
-            )
+            conn.execute(f"DELETE FROM item_versions WHERE cube_id = {m}", (cube_id,))
             count = conn.execute(f"DELETE FROM items WHERE cube_id = {m}", (cube_id,)).rowcount
             for table in _CUBE_TABLES:
                 conn.execute(f"DELETE FROM {table} WHERE cube_id = {m}", (cube_id,))
@@ -117,26 +116,28 @@ class SQLErasure(SQLDatabase):
         return int(count)
 
     def _erase(
-        self, conn: Any, wanted: list[str], actor: str, reason: str | None
+        self, conn: Any, wanted: tuple[list[str], list[str]], actor: str, reason: str | None
     ) -> list[tuple[str, str]]:
-        """Erase the items of ``wanted`` not erased before; their (id, cube)."""
+        """Erase the items of ``wanted`` (ids, cubes) not erased before; their (id, cube)."""
         d = self.dialect
-        among, param = d.among("id", wanted)
+        among, param = d.among("id", wanted[0])
+        cubes, cube_param = d.among("cube_id", wanted[1])
         found = [
             (str(r[0]), str(r[1]))
             for r in conn.execute(  # tombstones (erased before) are not counted again
-                f"SELECT id, cube_id FROM items WHERE {among} "
+                f"SELECT id, cube_id FROM items WHERE {cubes} AND {among} "
                 f"AND NOT (status = 'deleted' AND text = '') ORDER BY id{d.for_update}",
-                (param,),
+                (cube_param, param),
             ).fetchall()
         ]
         if not found:
             return []
         ids = [item_id for item_id, _ in found]
         among, param = d.among("item_id", ids)
-        conn.execute(f"DELETE FROM item_versions WHERE {among}", (param,))
-        conn.execute(f"{_BLANK_EVENTS} WHERE {among}", (param,))
-        self.layout.tombstone(conn, ids)
+        cubes, cube_param = d.among("cube_id", sorted({c for _, c in found}))
+        conn.execute(f"DELETE FROM item_versions WHERE {cubes} AND {among}", (cube_param, param))
+        conn.execute(f"{_BLANK_EVENTS} WHERE {cubes} AND {among}", (cube_param, param))
+        self.layout.tombstone(conn, ids, sorted({c for _, c in found}))
         for item_id, cube_id in found:
             conn.execute(
                 f"DELETE FROM tasks WHERE status != 'running' AND {d.contains('payload')}",

@@ -24,14 +24,15 @@ _TIME_SLACK = 5e-7
 class SQLHistory(SQLDatabase):
     """``HistoryStore``'s reads over ``item_versions`` and ``events``."""
 
-    def versions(self, item_id: str) -> list[Version]:
+    def versions(self, cube_id: str, item_id: str) -> list[Version]:
+        m = self.dialect.mark
         sql = (
             "SELECT version, snapshot, at, actor, reason FROM item_versions "
-            f"WHERE item_id = {self.dialect.mark} ORDER BY version"
+            f"WHERE cube_id = {m} AND item_id = {m} ORDER BY version"
         )
         return [
             Version(r[0], rows.item_from_dict(json.loads(r[1])), rows.to_datetime(r[2]), r[3], r[4])
-            for r in self.rows(sql, (item_id,))
+            for r in self.rows(sql, (cube_id, item_id))
         ]
 
     def events(
@@ -60,9 +61,11 @@ class SQLHistory(SQLDatabase):
     def items_as_of(self, cube_id: str, at: datetime) -> list[MemoryItem]:
         m = self.dialect.mark
         sql = (
-            "SELECT v.snapshot FROM item_versions v JOIN items i ON i.id = v.item_id "
-            f"WHERE i.cube_id = {m} AND v.version = (SELECT max(w.version) FROM item_versions w "
-            f"WHERE w.item_id = v.item_id AND w.at <= {m}) ORDER BY i.event_time, i.id"
+            "SELECT v.snapshot FROM item_versions v "
+            "JOIN items i ON i.cube_id = v.cube_id AND i.id = v.item_id "
+            f"WHERE v.cube_id = {m} AND v.version = (SELECT max(w.version) FROM item_versions w "
+            f"WHERE w.cube_id = v.cube_id AND w.item_id = v.item_id AND w.at <= {m}) "
+            "ORDER BY i.event_time, i.id"
         )
         found = self.rows(sql, (cube_id, at.timestamp() + _TIME_SLACK))
         return [rows.item_from_dict(json.loads(r[0])) for r in found]

@@ -6,6 +6,9 @@ transaction.  Where an item's full text and vector live is the engine's (``SQLDa
 what an item is, the external-id rule and the version check are written here once.  An update
 reads its row with the dialect's row lock (PostgreSQL: ``FOR UPDATE``), so two concurrent writers
 of one item are serialised and the second sees the first's version (``ConflictError``).
+
+Every statement names the cube of the items it reads or writes (an item's key is
+``(cube_id, id)`` on PostgreSQL), but ``item_cubes``: the one lookup of an item by id alone.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from memstrata.store.base import Vectors
 from memstrata.store.sql import writes
 from memstrata.store.sql.clauses import LIVE, SELECT, filter_sql
 from memstrata.store.sql.database import SQLDatabase
+from memstrata.store.sql.dialect import Dialect
 
 #: The key space of ``Dialect.lock`` for external ids (the task queue's dedupe keys are 1).
 EXTERNAL_ID_LOCKS = 0
@@ -71,8 +75,9 @@ class SQLItems(SQLDatabase):
         with self.transaction() as conn:
             found = d.dicts(
                 conn,
-                f"SELECT {SELECT} FROM items i WHERE i.id = {d.mark}{d.for_update}",
-                (item.id,),
+                f"SELECT {SELECT} FROM items i WHERE i.cube_id = {d.mark} AND i.id = {d.mark}"
+                f"{d.for_update}",
+                (item.cube_id, item.id),
             )
             if not found:
                 raise ItemNotFound(item.id)
@@ -87,15 +92,21 @@ class SQLItems(SQLDatabase):
                          version=new.version, reason=reason)  # fmt: skip
         return new
 
-    def get_items(self, item_ids: Sequence[str]) -> list[MemoryItem]:
-        if not item_ids:
+    def get_items(self, item_ids: Sequence[str], cube_ids: Sequence[str]) -> list[MemoryItem]:
+        if not item_ids or not cube_ids:
             return []
-        among, param = self.dialect.among("i.id", item_ids)
-        found = {
-            r["id"]: rows.item_from_dict(r)
-            for r in self.dicts(f"SELECT {SELECT} FROM items i WHERE {among}", (param,))
-        }
+        d = self.dialect
+        cubes, cube_param = d.among("i.cube_id", list(dict.fromkeys(cube_ids)))
+        among, param = d.among("i.id", item_ids)
+        sql = f"SELECT {SELECT} FROM items i WHERE {cubes} AND {among}"
+        found = {r["id"]: rows.item_from_dict(r) for r in self.dicts(sql, (cube_param, param))}
         return [found[i] for i in item_ids if i in found]
+
+    def item_cubes(self, item_ids: Sequence[str]) -> dict[str, str]:
+        if not item_ids:
+            return {}
+        with self.connection() as conn:
+            return cubes_of(self.dialect, conn, item_ids)
 
     def list_items(
         self,
@@ -139,18 +150,18 @@ class SQLItems(SQLDatabase):
         )
         return [rows.item_from_dict(r) for r in self.dicts(sql, (cube_id, capacity, idle_s))]
 
-    def record_access(self, counts: Mapping[str, int], at: datetime) -> None:
+    def record_access(self, cube_id: str, counts: Mapping[str, int], at: datetime) -> None:
         if not counts:
             return
         m = self.dialect.mark
         sql = (
             f"UPDATE items SET access_count = access_count + {m}, last_accessed_at = {m} "
-            f"WHERE id = {m}"
+            f"WHERE cube_id = {m} AND id = {m}"
         )
         with self.transaction() as conn:
             # Ids in order: two writers lock the rows they share in the same order.
             self.dialect.executemany(
-                conn, sql, [(counts[i], at.timestamp(), i) for i in sorted(counts)]
+                conn, sql, [(counts[i], at.timestamp(), cube_id, i) for i in sorted(counts)]
             )
 
     def iter_items(self, cube_id: str) -> Iterator[MemoryItem]:
@@ -192,12 +203,21 @@ class SQLItems(SQLDatabase):
 
         def first() -> str | None:
             row = conn.execute(
-                f"SELECT snapshot FROM item_versions WHERE item_id = {d.mark} AND version = 1",
-                (stored_id,),
+                f"SELECT snapshot FROM item_versions WHERE cube_id = {d.mark} "
+                f"AND item_id = {d.mark} AND version = 1",
+                (item.cube_id, stored_id),
             ).fetchone()
             return rows.first_text(None if row is None else row[0])
 
         return rows.resent(item, stored_id, hit[1], first)
+
+
+def cubes_of(d: Dialect, conn: Any, item_ids: Sequence[str]) -> dict[str, str]:
+    """The cube of each of these items that is stored, by id: the one item query that names no
+    cube (on a sharded PostgreSQL it reads the ``items_id`` index of every node)."""
+    among, param = d.among("id", item_ids)
+    found = conn.execute(f"SELECT id, cube_id FROM items WHERE {among}", (param,)).fetchall()
+    return {str(r[0]): str(r[1]) for r in found}
 
 
 def check_version(stored: MemoryItem, given: MemoryItem) -> None:

@@ -16,7 +16,7 @@ from memstrata.model import Cube, Event, MemoryItem, Version, to_epoch
 from memstrata.store import rows
 from memstrata.store.sql.dialect import Dialect
 
-VERSION_COLUMNS = ("item_id", "version", "snapshot", "at", "actor", "reason")
+VERSION_COLUMNS = ("cube_id", "item_id", "version", "snapshot", "at", "actor", "reason")
 EVENT_COLUMNS = ("at", "actor", "cube_id", "item_id", "op", "before", "after", "version", "reason")
 GRANT_COLUMNS = ("cube_id", "user_id", "permission", "granted_by", "granted_at")
 
@@ -38,10 +38,12 @@ def insert_cube(d: Dialect, conn: Any, cube: Cube) -> bool:
     return bool(done)
 
 
-def version_row(item_id: str, version: Version) -> tuple[Any, ...]:
-    """The ``item_versions`` row of ``version`` of item ``item_id``, at its own time."""
+def version_row(cube_id: str, item_id: str, version: Version) -> tuple[Any, ...]:
+    """The ``item_versions`` row of ``version`` of item ``item_id`` of ``cube_id``, at its own
+    time."""
     snapshot = rows.dumps(rows.item_to_dict(version.item))
-    return (item_id, version.version, snapshot, to_epoch(version.at), version.actor, version.reason)
+    return (cube_id, item_id, version.version, snapshot, to_epoch(version.at), version.actor,
+            version.reason)  # fmt: skip
 
 
 def event_row(cube_id: str | None, event: Event) -> tuple[Any, ...]:
@@ -57,7 +59,7 @@ def version(d: Dialect, conn: Any, item: MemoryItem, actor: str | None, reason: 
     snapshot = rows.dumps(rows.item_to_dict(item))
     conn.execute(
         insert(d, "item_versions", VERSION_COLUMNS),
-        (item.id, item.version, snapshot, time.time(), actor, reason),
+        (item.cube_id, item.id, item.version, snapshot, time.time(), actor, reason),
     )
 
 
@@ -65,7 +67,8 @@ def created(d: Dialect, conn: Any, items: Sequence[MemoryItem]) -> None:
     """New items' first versions and ``create`` events, in two batched statements."""
     now = time.time()
     d.executemany(conn, insert(d, "item_versions", VERSION_COLUMNS), [
-        (item.id, item.version, rows.dumps(rows.item_to_dict(item)), now, item.user_id, None)
+        (item.cube_id, item.id, item.version, rows.dumps(rows.item_to_dict(item)), now,
+         item.user_id, None)
         for item in items
     ])  # fmt: skip
     d.executemany(conn, insert(d, "events", EVENT_COLUMNS), [

@@ -157,6 +157,18 @@ def _sql_list(values: tuple[str, ...]) -> str:
     return "(" + ", ".join(f"'{v}'" for v in values) + ")"
 
 
+@migration(10, "item versions by cube")
+def _v10(conn: sqlite3.Connection) -> None:
+    # Every item query names its cube, on both engines (one SQL layer): a version row holds its
+    # item's cube, as PostgreSQL's keys it.  One file is never sharded, so the keys stay.  A
+    # version whose item is gone keeps the cube its snapshot names.
+    conn.execute("ALTER TABLE item_versions ADD COLUMN cube_id TEXT NOT NULL DEFAULT ''")
+    conn.execute(
+        "UPDATE item_versions SET cube_id = coalesce((SELECT i.cube_id FROM items i "
+        "WHERE i.id = item_versions.item_id), json_extract(snapshot, '$.cube_id'), '')"
+    )
+
+
 LATEST = max(_MIGRATIONS)
 
 

@@ -59,10 +59,14 @@ class SQLiteStore(SQLiteSearch, SQLStore):
 
     # -- vectors -----------------------------------------------------------------------------
 
-    def get_vectors(self, item_ids: Sequence[str]) -> Vectors:
+    def get_vectors(self, item_ids: Sequence[str], cube_ids: Sequence[str]) -> Vectors:
         among, param = DIALECT.among("i.id", item_ids)
-        sql = f"SELECT i.id, v.vector FROM items i JOIN vectors v ON v.rid = i.rid WHERE {among}"
-        found: dict[str, bytes] = {r[0]: r[1] for r in self.rows(sql, (param,))}
+        cubes, cube_param = DIALECT.among("i.cube_id", list(dict.fromkeys(cube_ids)))
+        sql = (
+            "SELECT i.id, v.vector FROM items i JOIN vectors v ON v.rid = i.rid "
+            f"WHERE {cubes} AND {among}"
+        )
+        found: dict[str, bytes] = {r[0]: r[1] for r in self.rows(sql, (cube_param, param))}
         missing = [i for i in item_ids if i not in found]
         if missing:
             raise ItemNotFound(missing[0])

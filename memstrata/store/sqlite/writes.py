@@ -78,7 +78,9 @@ def rewrite(
 ) -> None:
     """Overwrite the item's row with ``new`` (a fresh change sequence number), re-indexing its
     words only when they changed, and its vector when one is given."""
-    rid = conn.execute("SELECT rid FROM items WHERE id = ?", (old.id,)).fetchone()[0]
+    rid = conn.execute(
+        "SELECT rid FROM items WHERE cube_id = ? AND id = ?", (old.cube_id, old.id)
+    ).fetchone()[0]
     conn.execute(_ITEM_UPDATE, (*rows.item_to_row(new), next_seq(conn, 1), rid))
     if rows.fts_body(new) != rows.fts_body(old):
         conn.execute("DELETE FROM items_fts WHERE rowid = ?", (rid,))
@@ -90,12 +92,14 @@ def rewrite(
         )
 
 
-def tombstone(conn: sqlite3.Connection, item_ids: Sequence[str]) -> None:
-    """Blank these items (``ERASED``), each with a fresh change sequence number, drop their
-    full-text and vector rows, and optimise the full-text index so no old segment keeps the
-    words."""
+def tombstone(conn: sqlite3.Connection, item_ids: Sequence[str], cube_ids: Sequence[str]) -> None:
+    """Blank these items of these cubes (``ERASED``), each with a fresh change sequence number,
+    drop their full-text and vector rows, and optimise the full-text index so no old segment
+    keeps the words."""
     among, param = DIALECT.among("id", item_ids)
-    rids = [r[0] for r in conn.execute(f"SELECT rid FROM items WHERE {among}", (param,))]
+    cubes, cube_param = DIALECT.among("cube_id", cube_ids)
+    found = conn.execute(f"SELECT rid FROM items WHERE {cubes} AND {among}", (cube_param, param))
+    rids = [r[0] for r in found]
     in_rids = "IN (SELECT value FROM json_each(?))"
     conn.execute(f"DELETE FROM items_fts WHERE rowid {in_rids}", (rows.dumps(rids),))
     conn.execute(f"DELETE FROM vectors WHERE rid {in_rids}", (rows.dumps(rids),))
