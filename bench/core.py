@@ -862,7 +862,7 @@ def plain_search(
         {"keyword": settings.keyword_weight, "dense": settings.dense_weight},
         settings.rrf_k,
     )
-    store.get_items([item_id for item_id, _, _ in fused[:TOP_K]])
+    store.get_items([item_id for item_id, _, _ in fused[:TOP_K]], scope)
 
 
 def floor_figures(

@@ -65,9 +65,11 @@ def test_items_with_the_same_sources_do_not_share_a_list(store: Store) -> None:
     but each item's list is its own: changing one item's sources changes no other's."""
     store.add_items([_full(1), _full(2)], np.zeros((2, 4), np.float32), FP)
     first, second = store.get_items(["item-1", "item-2"])
-    assert first.sources == second.sources == [
-        Source(item_id="t1", uri="file://a", span=(1, 4), role="evidence")
-    ]
+    assert (
+        first.sources
+        == second.sources
+        == [Source(item_id="t1", uri="file://a", span=(1, 4), role="evidence")]
+    )
     first.sources.append(Source(item_id="t2"))
     assert len(store.get_items(["item-2"])[0].sources) == 1
     assert len(store.get_items(["item-1"])[0].sources) == 1
