@@ -64,6 +64,8 @@ class CubeVectors:
         self.rid = np.zeros(0, np.int64)
         #: the change sequence at which this mirror first saw each row's current vector
         self.vector_seq = np.zeros(0, np.int64)
+        #: the last ``passing`` answer: (its key, the mask, the passing rows); see ``passing``
+        self._passing: tuple[tuple[Any, ...], npt.NDArray[Any], npt.NDArray[Any]] | None = None
 
     def _resize(self, capacity: int) -> None:
         def grow(old: npt.NDArray[Any], *shape: int) -> npt.NDArray[Any]:
@@ -122,11 +124,13 @@ class CubeVectors:
         """Rows passing every filter except metadata (checked by the store in SQL)."""
         n = self.n
         keep: npt.NDArray[Any] = self.has_vector[:n].copy()
-        keep &= np.isin(self.status[:n], [_STATUS[s] for s in filters.statuses])
+        # A code's membership read from a table of all codes: one gather per row, where
+        # ``np.isin`` sorts (1M rows: 1.9 ms for the statuses alone).
+        keep &= _among(_STATUS, filters.statuses)[self.status[:n]]
         if filters.tiers is not None:
-            keep &= np.isin(self.tier[:n], [_TIER[t] for t in filters.tiers])
+            keep &= _among(_TIER, filters.tiers)[self.tier[:n]]
         if filters.types is not None:
-            keep &= np.isin(self.type[:n], [_TYPE[t] for t in filters.types])
+            keep &= _among(_TYPE, filters.types)[self.type[:n]]
         if filters.session_id is not None:
             keep &= self.session[:n] == self._sessions.get(filters.session_id, -2)
         if filters.since is not None:
@@ -134,6 +138,25 @@ class CubeVectors:
         if filters.until is not None:
             keep &= self.event_time[:n] <= filters.until.timestamp()
         return keep
+
+    def passing(self, filters: Filters) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """``mask(filters)`` and the positions of its rows, shared by every search with the
+        same filters until the mirror changes (callers must not modify them).
+
+        A search asks two or three dense passes with one set of filters, and the searches after
+        it mostly the same set again; at 1M rows the mask and its positions cost 2.3 ms per
+        pass.  The key holds ``last_seq``, which every ``apply`` raises: an answer computed
+        while rows were being applied is filed under the key from before, never asked again.
+        """
+        key = (self.last_seq, self.n, filters.statuses, filters.tiers, filters.types,
+               filters.session_id, filters.since, filters.until)  # fmt: skip
+        kept = self._passing
+        if kept is not None and kept[0] == key:
+            return kept[1], kept[2]
+        keep = self.mask(filters)
+        candidates = np.flatnonzero(keep)
+        self._passing = (key, keep, candidates)
+        return keep, candidates
 
     def search(
         self,
@@ -145,10 +168,12 @@ class CubeVectors:
         """Best-first (id, cosine) among rows passing ``filters`` (and in ``allowed``, if given)."""
         if self.n == 0 or self.dim == 0 or limit <= 0:
             return []
-        keep = self.mask(filters)
+        keep, candidates = self.passing(filters)
         if allowed is not None:
-            keep &= np.isin(np.arange(self.n), [self._pos[a] for a in allowed if a in self._pos])
-        candidates = np.flatnonzero(keep)
+            keep = keep & np.isin(
+                np.arange(keep.size), [self._pos[a] for a in allowed if a in self._pos]
+            )
+            candidates = np.flatnonzero(keep)
         if candidates.size == 0:
             return []
         ann = self.ann
@@ -215,6 +240,13 @@ class CubeVectors:
             return
         stale = (self._pos_of_rid.get(r) for r in ann.stale.tolist())
         self._ann_stale = np.fromiter((p for p in stale if p is not None), np.int64)
+
+
+def _among(codes: dict[str, int], wanted: Sequence[str]) -> npt.NDArray[np.bool_]:
+    """A table over every code of ``codes``: True for the codes of ``wanted``."""
+    table = np.zeros(len(codes), np.bool_)
+    table[[codes[w] for w in wanted]] = True
+    return table
 
 
 class _DimensionChanged(Exception):
