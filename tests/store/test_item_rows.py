@@ -64,12 +64,12 @@ def test_items_with_the_same_sources_do_not_share_a_list(store: Store) -> None:
     """Parsed sources are shared between rows that store the same text (``Source`` is frozen),
     but each item's list is its own: changing one item's sources changes no other's."""
     store.add_items([_full(1), _full(2)], np.zeros((2, 4), np.float32), FP)
-    first, second = store.get_items(["item-1", "item-2"])
+    first, second = store.get_items(["item-1", "item-2"], ["c1"])
     assert (
         first.sources
         == second.sources
         == [Source(item_id="t1", uri="file://a", span=(1, 4), role="evidence")]
     )
     first.sources.append(Source(item_id="t2"))
-    assert len(store.get_items(["item-2"])[0].sources) == 1
-    assert len(store.get_items(["item-1"])[0].sources) == 1
+    assert len(store.get_items(["item-2"], ["c1"])[0].sources) == 1
+    assert len(store.get_items(["item-1"], ["c1"])[0].sources) == 1
