@@ -714,7 +714,23 @@ class Bench:
         }
 
 
-class Floor:
+class _Floor:
+    """What both engines' floors share: the question's kept terms, width and cube prefix."""
+
+    def __init__(self, mos: MemoryOS, cube_id: str, settings: Settings) -> None:
+        self.mos = mos
+        self.cube_id = cube_id
+        self.width = max(settings.search_candidates, 2 * TOP_K)
+        self.budget = settings.keyword_max_postings
+        self.prefix = cube_prefix(cube_id)
+
+    def terms(self, query: str) -> list[str]:
+        """The terms of ``query`` the keyword channel keeps, each with the cube's prefix."""
+        kept = self.mos.store.keyword_terms(query, [self.cube_id], max_postings=self.budget)
+        return [self.prefix + t for t in kept]
+
+
+class Floor(_Floor):
     """The floor of one search, measured alone on the same cube: the keyword channel's FTS5
     match (the terms ``keyword_search`` keeps, BM25-ordered, the candidate width), the dense
     query (the approximate index's graph search when the cube's mirror has one attached, else
@@ -725,11 +741,7 @@ class Floor:
     keyword_kind = "FTS5"
 
     def __init__(self, mos: MemoryOS, db: str, cube_id: str, settings: Settings) -> None:
-        self.mos = mos
-        self.cube_id = cube_id
-        self.width = max(settings.search_candidates, 2 * TOP_K)
-        self.budget = settings.keyword_max_postings
-        self.prefix = cube_prefix(cube_id)
+        super().__init__(mos, cube_id, settings)
         self.conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
         store: Any = mos.store
         # The same mirror (and index) the searches use; a bench may look inside the store.
@@ -743,9 +755,9 @@ class Floor:
     def prepare(self, query: str, hit_ids: list[str]) -> tuple[str | None, Any, str]:
         """What ``measure`` reads for one question, made before the clock starts: the match
         expression of the kept terms (None without any), the query vector, the hits' ids."""
-        terms = self.mos.store.keyword_terms(query, [self.cube_id], max_postings=self.budget)
+        terms = self.terms(query)
         vector = np.asarray(self.mos.embedder.embed_query(query), np.float32)
-        expression = f"body : {any_of([self.prefix + t for t in terms])}" if terms else None
+        expression = f"body : {any_of(terms)}" if terms else None
         return expression, vector, json.dumps(hit_ids)
 
     def measure(self, expression: str | None, vector: Any, ids: str) -> tuple[float, ...]:
@@ -775,7 +787,7 @@ class Floor:
         self.conn.close()
 
 
-class PostgresFloor:
+class PostgresFloor(_Floor):
     """The floor on PostgreSQL, as ``Floor`` on SQLite: the GIN match of the terms
     ``keyword_search`` keeps, ranked by PostgreSQL's own ``ts_rank`` (C; the store computes
     FTS5's BM25 in SQL instead, so both engines rank alike), the pgvector query ordered by
@@ -788,11 +800,7 @@ class PostgresFloor:
         from memstrata.store.postgres.connection import _SESSION
         from memstrata.store.postgres.writes import TS_CONFIG
 
-        self.mos = mos
-        self.cube_id = cube_id
-        self.width = max(settings.search_candidates, 2 * TOP_K)
-        self.budget = settings.keyword_max_postings
-        self.prefix = cube_prefix(cube_id)
+        super().__init__(mos, cube_id, settings)
         self.dim = mos.embedder.dim
         self.config = TS_CONFIG
         self.conn = _pg(db)
@@ -806,9 +814,9 @@ class PostgresFloor:
 
     def prepare(self, query: str, hit_ids: list[str]) -> tuple[str | None, Any, list[str]]:
         """The tsquery of the kept terms (None without any), the query vector, the hits' ids."""
-        terms = self.mos.store.keyword_terms(query, [self.cube_id], max_postings=self.budget)
+        terms = self.terms(query)
         vector = np.asarray(self.mos.embedder.embed_query(query), np.float32).tolist()
-        expression = " | ".join(self.prefix + t for t in terms) if terms else None
+        expression = " | ".join(terms) if terms else None
         return expression, vector, hit_ids
 
     def measure(self, expression: str | None, vector: Any, ids: list[str]) -> tuple[float, ...]:
