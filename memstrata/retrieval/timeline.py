@@ -144,9 +144,8 @@ def _chatter(item: MemoryItem) -> float:
 
 @lru_cache(maxsize=4096)
 def _turn_chatter(text: str) -> float:
-    """``_chatter`` of a turn saying ``text``: read once per distinct text, since most of a
-    search's candidates were candidates of the searches before it (a pure function of the
-    text; about a tenth of a search's own work at 1k turns when read every time)."""
+    """``_chatter`` of a turn saying ``text`` (a pure function of the text), read once per
+    distinct text: most of a search's candidates were candidates of the searches before it."""
     if not small_talk(text):
         return 1.0
     said = [s.strip() for s in _SENTENCE.findall(text) if s.strip(" .!?,")]

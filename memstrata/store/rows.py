@@ -167,9 +167,8 @@ def _sources(text: str) -> tuple[Source, ...]:
     """The ``Source`` list stored as ``text``, parsed once per distinct text.
 
     A search maps about a hundred rows and a cube's profile items are among most searches'
-    candidates, each with its sources (at 10k turns, about 100 parsed per search: a fifth of
-    the mapping).  ``Source`` is frozen, so the parsed values are shared; every item gets a
-    list of its own.
+    candidates, each with its sources (at 10k turns, about 100 ``Source`` values a search).
+    ``Source`` is frozen, so the parsed values are shared; every item gets a list of its own.
     """
     return tuple(Source.from_dict(s) for s in json.loads(text))
 
