@@ -48,8 +48,8 @@ def _remap_sources(text: str, ids: dict[str, str]) -> str:
     return json.dumps(sources, ensure_ascii=False, separators=(",", ":"))
 
 
-def grow(db: str, turns: int, noise: float, seed: int) -> int:
-    """Copy the cube's items until it holds ``turns`` items (as ``bench/core.py`` counts a
+def grow(db: str, target: int, noise: float, seed: int) -> int:
+    """Copy the cube's items until it holds ``target`` items (as ``bench/core.py`` counts a
     cube's size: turns and the profile items made from them); the number of items added."""
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA journal_mode = WAL")
@@ -63,15 +63,15 @@ def grow(db: str, turns: int, noise: float, seed: int) -> int:
     rng = np.random.default_rng(seed)
     at = {c: n for n, c in enumerate(columns)}
     added, copy = 0, 0
-    while held < turns:
+    while held < target:
         copy += 1
         ids: dict[str, str] = {}
         floor_rid = conn.execute("SELECT max(rid) FROM items").fetchone()[0]
         for start in range(0, len(originals), BATCH):
-            if held >= turns:
+            if held >= target:
                 break
             rids = originals[start : start + BATCH]
-            got = _copy_batch(conn, rids, columns, at, copy, span, ids, turns - held, noise, rng)
+            got = _copy_batch(conn, rids, columns, at, copy, span, ids, target - held, noise, rng)
             added += got
             held += got
             print(f"  … copy {copy}: {held:,} items", file=sys.stderr, flush=True)
@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--n", type=int, default=1_000_000, help="items to reach (1,000,000)")
     parser.add_argument("--noise", type=float, default=0.02, help="σ per vector coordinate")
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--seed", type=int, default=7, help="of the noise (7)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     added = grow(args.db, args.n, args.noise, args.seed)
