@@ -4,10 +4,13 @@ issue's outside check reads: a run on a tiny new cube (30 turns, 3 questions).""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from tests.services import fresh_database
 
@@ -49,3 +52,31 @@ def _has_every_figure(size: dict[str, Any]) -> None:
     assert {"keyword", "dense", "fetch"} <= set(size["stages"])
     assert all(v["wall_ms"] >= 0 and v["cpu_ms"] >= 0 for v in size["stages"].values())
     assert size["own_p50_ms"] == size["search_no_embed_p50_ms"]
+
+
+def test_grow_copies_a_cube_with_its_text_index_and_vectors(tmp_path: Path) -> None:
+    """``bench/grow.py`` on a tiny cube: every copy has its full-text row and a unit vector,
+    its superseded items point at the copy's successors, and ``core.py`` measures the result
+    without ingesting anything."""
+    db = tmp_path / "core.db"
+    _tiny_run(str(db), tmp_path / "core.json")
+    before = sqlite3.connect(db).execute("SELECT count(*) FROM items").fetchone()[0]
+    target = 2 * before + 5
+    command = [sys.executable, "bench/grow.py", "--db", str(db), "--n", str(target)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    conn = sqlite3.connect(db)
+    count = conn.execute("SELECT count(*) FROM items").fetchone()[0]
+    assert count == target
+    assert conn.execute("SELECT count(*) FROM items_fts").fetchone()[0] == count
+    assert conn.execute("SELECT count(DISTINCT id) FROM items").fetchone()[0] == count
+    vectors = [np.frombuffer(v, np.float32) for (v,) in conn.execute("SELECT vector FROM vectors")]
+    assert len(vectors) == count and all(abs(np.linalg.norm(v) - 1) < 1e-4 for v in vectors)
+    dangling = (
+        "SELECT count(*) FROM items WHERE merged_into IS NOT NULL "
+        "AND merged_into NOT IN (SELECT id FROM items)"
+    )
+    assert conn.execute(dangling).fetchone()[0] == 0
+    conn.close()
+    size = _tiny_run(str(db), tmp_path / "again.json")
+    assert size["turns"] == count and size["own_p50_ms"] > 0
