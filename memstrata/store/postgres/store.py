@@ -38,6 +38,9 @@ from memstrata.store.sql.store import SQLStore
 
 #: Local buffers of a scratch connection (PostgreSQL's default is 8 MB).
 SCRATCH_BUFFERS = "256MB"
+#: A write of at least this many items (an import, a migration, a large add) has the items
+#: table analyzed at once (see ``PostgresStore._added``).
+ANALYZE_AFTER = 1000
 # The tables whose rows hold what was said (a vector and full text are columns of ``items``).
 _CONTENT_TABLES = ("items", "item_versions", "events", "tasks")
 _SIZE = "SELECT sum(pg_total_relation_size(t::regclass))::bigint FROM unnest(%s::text[]) AS t"
@@ -62,6 +65,14 @@ class PostgresStore(PostgresSearch, SQLStore):
     def _added(self, cube_id: str, count: int) -> None:
         del cube_id  # BM25's statistics are not per cube
         self._indexed += count
+        if count >= ANALYZE_AFTER:
+            # Until the planner's statistics count a bulk load's rows it may take a cube for a
+            # few rows and scan it instead of walking the HNSW index: after `memstrata migrate`
+            # of 12,826 items, 51 ms a dense query against 2.4 ms once analyzed (bench/core.py
+            # at 10k, docs/benchmarks.md).  Autovacuum would analyze, but only on its round.
+            # ANALYZE takes no lock that searches or writes wait for.
+            with self.transaction() as conn:
+                conn.execute("ANALYZE items")
 
     def artifact_dir(self, cube_id: str) -> Path:
         if self.artifacts_dir is None:
