@@ -651,8 +651,9 @@ class Bench:
         for stage, (wall, cpu) in stages.items():
             self.row(size, f"  stage {stage}", round(wall, 2), "ms", f"mean; CPU {cpu:.2f} ms")
         self.row(size, "floor p50", round(figures["floor_p50_ms"], 3), "ms",
-                 f"{floor.keyword_kind} {figures['floor_fts_p50_ms']:.3f} + {floor.dense_kind} dense "
-                 f"{figures['floor_dense_p50_ms']:.3f} + fetch {figures['floor_fetch_p50_ms']:.3f}")  # fmt: skip
+                 f"{floor.keyword_kind} {figures['floor_fts_p50_ms']:.3f} + {floor.dense_kind} "
+                 f"dense {figures['floor_dense_p50_ms']:.3f} + fetch "
+                 f"{figures['floor_fetch_p50_ms']:.3f}")  # fmt: skip
         self.row(size, "own work / floor (p50)", round(figures["own_over_floor_p50"], 2), "x",
                  "per question, the same run")  # fmt: skip
         self.row(size, "own work CPU p50", round(figures["own_cpu_p50_ms"], 3), "ms",
@@ -797,14 +798,14 @@ class PostgresFloor(_Floor):
     keyword_kind = "GIN"
 
     def __init__(self, mos: MemoryOS, db: str, cube_id: str, settings: Settings) -> None:
-        from memstrata.store.postgres.connection import _SESSION
+        from memstrata.store.postgres.connection import SESSION_SETTINGS
         from memstrata.store.postgres.writes import TS_CONFIG
 
         super().__init__(mos, cube_id, settings)
         self.dim = mos.embedder.dim
         self.config = TS_CONFIG
         self.conn = _pg(db)
-        for statement in _SESSION:
+        for statement in SESSION_SETTINGS:
             self.conn.execute(statement)
         index = self.conn.execute("SELECT to_regclass(%s)", (f"items_hnsw_{self.dim}",))
         self.dense_kind = "HNSW" if index.fetchone()[0] is not None else "exact"

@@ -13,7 +13,8 @@ its times moved past the cube's last (so each copy is a later stretch of the sam
 ``merged_into`` and ``sources`` pointing at the copy's own items, its full-text row copied, and
 its vector the original's plus Gaussian noise of σ ``--noise`` per coordinate, normalised (as
 ``bench/crossover.py`` grows 1M vectors).  Copies are added until the cube holds ``--n``
-items (the last one partial), counted as ``bench/core.py --n`` counts them.  Versions and events are not copied (a search reads neither).
+items (the last one partial), counted as ``bench/core.py --n`` counts them.  Versions and
+events are not copied (a search reads neither).
 
 What this makes is a cube whose *costs* are real (ten times the rows, postings and vectors) but
 whose texts repeat every 100k turns and whose dense rankings mean nothing: ``bench/core.py``'s

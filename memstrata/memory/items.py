@@ -75,9 +75,9 @@ class Items:
         stored as what they are (``memory.structured``: then the ids are of every item written).
 
         A ``user`` message without a ``name`` is spoken by the acting user: its speaker is
-        their display name (else their id).  Searchable as soon as this returns.  A message whose ``id`` is already stored in the cube
-        with the same content is not stored twice (its existing id is returned); with other
-        content it is a ``ConflictError``.  Each turn expires (``memory.expiry``) at its
+        their display name (else their id).  Searchable as soon as this returns.  A message
+        whose ``id`` is already stored in the cube with the same content is not stored twice
+        (its existing id is returned); with other content it is a ``ConflictError``.  Each turn expires (``memory.expiry``) at its
         message's ``expires_at``, else at this call's, else after the cube's ``ttl_days_turn``;
         never when none is given.  An add of more than ``HEAVY_ADD_CHARS`` characters is a heavy
         call: ``Busy`` when the user already runs ``MAX_HEAVY_CALLS`` (``memory.fairness``).

@@ -9,10 +9,10 @@ one row mapping (``memstrata.store.rows``) serves both engines.  What differs:
   width are stored (``hnsw_index``), partial on ``dim`` so each width is one index;
 * the full text is a ``tsvector`` column (GIN) over the same cube-prefixed terms as FTS5's body,
   with ``doclen`` (the body's term count) for BM25;
-* ``cube_id`` leads every key of an item and the indexes its queries seek by (``items``: ``(cube_id, id)``;
-  ``item_versions``: ``(cube_id, item_id, version)``), and every item query names the cube, so a
-  sharded PostgreSQL (Citus) can distribute by it; the one exception is the id → cube lookup
-  (``item_cubes``), served by the plain index ``items_id``.
+* ``cube_id`` leads every key of an item and the indexes its queries seek by (``items``:
+  ``(cube_id, id)``; ``item_versions``: ``(cube_id, item_id, version)``), and every item query
+  names the cube, so a sharded PostgreSQL (Citus) can distribute by it; the one exception is
+  the id → cube lookup (``item_cubes``), served by the plain index ``items_id``.
 
 Migrations run under a transaction-scoped advisory lock, so processes starting together do not
 race; a database whose recorded version is newer than ``LATEST`` is refused (``SchemaTooNew``).

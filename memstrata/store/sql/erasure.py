@@ -103,7 +103,13 @@ class SQLErasure(SQLDatabase):
         m = d.mark
         with self.transaction() as conn:
             self.layout.drop_cube_rows(conn, cube_id)
-            conn.execute(f"DELETE FROM item_versions WHERE cube_id = {m}", (cube_id,))
+            # Through the cube's items: SQLite keys versions by (item_id, version), and a bare
+            # cube_id condition there scans every version of every cube.
+            conn.execute(
+                f"DELETE FROM item_versions WHERE cube_id = {m} AND item_id IN "
+                f"(SELECT id FROM items WHERE cube_id = {m})",
+                (cube_id, cube_id),
+            )
             count = conn.execute(f"DELETE FROM items WHERE cube_id = {m}", (cube_id,)).rowcount
             for table in _CUBE_TABLES:
                 conn.execute(f"DELETE FROM {table} WHERE cube_id = {m}", (cube_id,))
@@ -134,10 +140,11 @@ class SQLErasure(SQLDatabase):
             return []
         ids = [item_id for item_id, _ in found]
         among, param = d.among("item_id", ids)
-        cubes, cube_param = d.among("cube_id", sorted({c for _, c in found}))
+        held = sorted({cube_id for _, cube_id in found})
+        cubes, cube_param = d.among("cube_id", held)
         conn.execute(f"DELETE FROM item_versions WHERE {cubes} AND {among}", (cube_param, param))
         conn.execute(f"{_BLANK_EVENTS} WHERE {cubes} AND {among}", (cube_param, param))
-        self.layout.tombstone(conn, ids, sorted({c for _, c in found}))
+        self.layout.tombstone(conn, ids, held)
         for item_id, cube_id in found:
             conn.execute(
                 f"DELETE FROM tasks WHERE status != 'running' AND {d.contains('payload')}",
